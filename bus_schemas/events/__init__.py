@@ -1,0 +1,138 @@
+"""Every event family of the flywheel, one module per topic, and ``ALL_EVENTS``: the complete list."""
+
+from __future__ import annotations
+
+from bus_schemas.envelope import Event
+from bus_schemas.events.curation import (
+    Provenance,
+    ReviewDecided,
+    ReviewRequested,
+    TrajectoryAdmitted,
+    TrajectoryQuarantined,
+    TrajectoryRejected,
+)
+from bus_schemas.events.dead_letters import DeadLettered
+from bus_schemas.events.diagnoses import FailureCategory, FailureDiagnosed
+from bus_schemas.events.episodes import (
+    ActionTaken,
+    ContextBuilt,
+    EndReason,
+    EpisodeEnded,
+    EpisodeStarted,
+    ObservationReturned,
+    TrustLevel,
+)
+from bus_schemas.events.harness import HarnessRevisionDecided, HarnessRevisionProposed, HarnessVersionPublished
+from bus_schemas.events.rollouts import RolloutRequested
+from bus_schemas.events.rounds import RoundCompleted, RoundStarted
+from bus_schemas.events.sampling import SamplingPlanUpdated, TaskGenerationRequested
+from bus_schemas.events.tasks import (
+    AnswerCriterion,
+    BackendKind,
+    Budgets,
+    Capability,
+    CapabilityTag,
+    CompletionCriterion,
+    Difficulty,
+    InitialConditions,
+    MemoryFact,
+    NoCollateralCriterion,
+    Split,
+    StateCriterion,
+    TaskRetired,
+    TaskSource,
+    TaskSpecified,
+)
+from bus_schemas.events.training import (
+    OVERALL_WEIGHTS,
+    CategoryScore,
+    DevSetEvaluated,
+    ModelVersionRegistered,
+    TrainingRunCompleted,
+    TrainingRunStarted,
+    overall_score,
+)
+from bus_schemas.events.verdicts import CriterionResult, EpisodeVerified, Outcome
+
+ALL_EVENTS: tuple[type[Event], ...] = (
+    TaskSpecified,
+    TaskRetired,
+    RolloutRequested,
+    EpisodeStarted,
+    ContextBuilt,
+    ActionTaken,
+    ObservationReturned,
+    EpisodeEnded,
+    EpisodeVerified,
+    TrajectoryAdmitted,
+    TrajectoryRejected,
+    TrajectoryQuarantined,
+    ReviewRequested,
+    ReviewDecided,
+    FailureDiagnosed,
+    SamplingPlanUpdated,
+    TaskGenerationRequested,
+    TrainingRunStarted,
+    TrainingRunCompleted,
+    ModelVersionRegistered,
+    DevSetEvaluated,
+    HarnessRevisionProposed,
+    HarnessRevisionDecided,
+    HarnessVersionPublished,
+    RoundStarted,
+    RoundCompleted,
+    DeadLettered,
+)
+
+__all__ = [
+    "ALL_EVENTS",
+    "OVERALL_WEIGHTS",
+    "ActionTaken",
+    "AnswerCriterion",
+    "BackendKind",
+    "Budgets",
+    "Capability",
+    "CapabilityTag",
+    "CategoryScore",
+    "CompletionCriterion",
+    "ContextBuilt",
+    "CriterionResult",
+    "DeadLettered",
+    "DevSetEvaluated",
+    "Difficulty",
+    "EndReason",
+    "EpisodeEnded",
+    "EpisodeStarted",
+    "EpisodeVerified",
+    "FailureCategory",
+    "FailureDiagnosed",
+    "HarnessRevisionDecided",
+    "HarnessRevisionProposed",
+    "HarnessVersionPublished",
+    "InitialConditions",
+    "MemoryFact",
+    "ModelVersionRegistered",
+    "NoCollateralCriterion",
+    "ObservationReturned",
+    "Outcome",
+    "Provenance",
+    "ReviewDecided",
+    "ReviewRequested",
+    "RolloutRequested",
+    "RoundCompleted",
+    "RoundStarted",
+    "SamplingPlanUpdated",
+    "Split",
+    "StateCriterion",
+    "TaskGenerationRequested",
+    "TaskRetired",
+    "TaskSource",
+    "TaskSpecified",
+    "TrainingRunCompleted",
+    "TrainingRunStarted",
+    "TrajectoryAdmitted",
+    "TrajectoryQuarantined",
+    "TrajectoryRejected",
+    "TrustLevel",
+    "overall_score",
+]

@@ -1,0 +1,26 @@
+"""Rollout requests (topic ``rollouts``): the scheduler's orders to rollout workers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import uuid_utils
+from pydantic import Field
+
+from bus_schemas.envelope import Event, Name
+from bus_schemas.events.tasks import BackendKind, Budgets
+
+
+class RolloutRequested(Event):
+    """Run one episode of ``task_id``; the episode id is fixed here so a redelivered request is not run twice."""
+
+    event_type: Literal["RolloutRequested"] = "RolloutRequested"
+    schema_version: Literal[1] = 1
+    task_id: Name
+    episode_id: Name = Field(default_factory=lambda: f"ep-{uuid_utils.uuid7()}")
+    policy_version: Name
+    harness_version: Name
+    backend: BackendKind
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)]
+    budgets: Budgets
+    group_id: Name | None = None  # episodes of one task sampled together (group-relative advantages)

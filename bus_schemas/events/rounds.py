@@ -1,0 +1,35 @@
+"""Round events (topic ``rounds``): the controller opening and closing each turn of the loop."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from bus_schemas.envelope import Count, Event, Name, Probability
+
+
+class RoundStarted(Event):
+    """A round began with these versions and this many planned rollouts."""
+
+    event_type: Literal["RoundStarted"] = "RoundStarted"
+    schema_version: Literal[1] = 1
+    round: Annotated[int, Field(ge=0)]
+    policy_version: Name
+    harness_version: Name
+    planned_rollouts: Count
+    sampling_plan_id: Name | None = None
+
+
+class RoundCompleted(Event):
+    """A round closed: what it produced and how the policy did."""
+
+    event_type: Literal["RoundCompleted"] = "RoundCompleted"
+    schema_version: Literal[1] = 1
+    round: Annotated[int, Field(ge=0)]
+    episodes: Count
+    success_rate: Probability
+    model_version_out: Name | None = None  # the model trained in this round, if any
+    harness_version_out: Name | None = None
+    dev_overall: Probability | None = None
+    wall_time_s: Annotated[float, Field(ge=0.0)]

@@ -1,0 +1,132 @@
+"""Task events (topic ``tasks``): what a task asks, where it runs and how completion is checked."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, model_validator
+
+from bus_schemas.envelope import Event, Name, Record, Text
+from bus_schemas.json_types import JsonData
+
+Capability = Literal["tool_use", "memory", "skills", "sub_agent"]
+CapabilityTag = Literal[
+    "information_acquisition",
+    "tool_routing",
+    "argument_grounding",
+    "multi_step_dependency",
+    "state_tracking",
+    "recovery",
+    "verified_completion",
+]
+Difficulty = Literal[1, 2, 3]
+Split = Literal["train", "dev", "test"]
+BackendKind = Literal["sandbox", "llm_sim", "device"]
+
+
+class StateCriterion(Record):
+    """A predicate over the final world state, evaluated by the backend that registered it."""
+
+    kind: Literal["state"] = "state"
+    id: Name
+    description: Text
+    predicate: Name  # registered by the backend, e.g. "calendar.event_exists"
+    params: dict[str, JsonData] = Field(default_factory=dict)
+
+
+class AnswerCriterion(Record):
+    """A check of the policy's final answer against the accepted answers."""
+
+    kind: Literal["answer"] = "answer"
+    id: Name
+    description: Text
+    expected: Annotated[list[str], Field(min_length=1)]  # accepted answers
+    match: Literal["exact", "normalized", "contains", "numeric"] = "normalized"
+    tolerance: Annotated[float, Field(ge=0.0)] | None = None  # for match="numeric"
+
+
+class NoCollateralCriterion(Record):
+    """Nothing outside ``allowed_paths`` changed: catches side effects the goal did not ask for."""
+
+    kind: Literal["no_collateral"] = "no_collateral"
+    id: Name
+    description: Text
+    allowed_paths: list[str]  # state path prefixes the task may change, e.g. "/calendar/events"
+
+
+CompletionCriterion = Annotated[
+    Union[StateCriterion, AnswerCriterion, NoCollateralCriterion],
+    Field(discriminator="kind"),
+]
+
+
+class MemoryFact(Record):
+    """A fact from a past session, seeded into the harness memory (never into the world state)."""
+
+    content: Annotated[str, Field(min_length=1, max_length=4096)]
+    tags: list[str] = Field(default_factory=list)
+
+
+class InitialConditions(Record):
+    """Everything needed to rebuild the task's starting world deterministically."""
+
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)]
+    fixtures: dict[str, JsonData] = Field(default_factory=dict)  # app-specific state overrides
+    memories: list[MemoryFact] = Field(default_factory=list)  # seeded into the harness memory only
+
+
+class TaskSource(Record):
+    """Where a task came from, kept as provenance all the way to curated trajectories."""
+
+    kind: Literal["template", "generated", "human", "external"]
+    template_id: Name | None = None
+    instance_key: Name | None = None
+    generator: Name | None = None
+    parent_task_id: Name | None = None
+
+
+class Budgets(Record):
+    """Limits of one episode; the harness ends it with ``budget_exhausted`` when one is hit."""
+
+    max_steps: Annotated[int, Field(ge=1, le=10_000)] = 30
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    max_tool_calls: Annotated[int, Field(ge=1)] | None = None
+    max_wall_s: Annotated[float, Field(gt=0.0)] | None = None
+
+
+class TaskSpecified(Event):
+    """A new task. It carries no reference trajectory: only the goal, the world and the checks."""
+
+    event_type: Literal["TaskSpecified"] = "TaskSpecified"
+    schema_version: Literal[1] = 1
+    task_id: Name
+    goal: Annotated[str, Field(min_length=1, max_length=16384)]
+    apps: list[Name]
+    tools: list[Name]
+    initial_conditions: InitialConditions
+    category: Capability
+    tags: list[CapabilityTag]
+    difficulty: Difficulty
+    split: Split
+    backend: BackendKind
+    criteria: Annotated[list[CompletionCriterion], Field(min_length=1)]
+    source: TaskSource
+    skills: list[Name] = Field(default_factory=list)  # skill names relevant to the task
+    budgets: Budgets | None = None
+
+    @model_validator(mode="after")
+    def _criterion_ids_unique(self) -> TaskSpecified:
+        ids = [criterion.id for criterion in self.criteria]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"criteria ids must be unique, got {ids}")
+        return self
+
+
+class TaskRetired(Event):
+    """A task leaves the pool (broken, leaked, superseded); its past episodes stay valid history."""
+
+    event_type: Literal["TaskRetired"] = "TaskRetired"
+    schema_version: Literal[1] = 1
+    task_id: Name
+    reason: Annotated[str, Field(min_length=1, max_length=4096)]
+    superseded_by: Name | None = None

@@ -1,0 +1,98 @@
+"""The embedded blob store: a local directory, ``<root>/<aa>/<bb>/<sha256>``, written atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from bus_schemas.blob_ref import BlobRef
+from infra.blobs.errors import BlobNotFound, BlobStoreUnavailable
+from infra.blobs.port import CHUNK, address_of, check_bytes, copy_stream, spool, verified_chunks
+
+
+class FileBlobStore:
+    """A :class:`~infra.blobs.port.BlobStore` in a directory (``file:///path``)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.url = f"file://{self.root if self.root.is_absolute() else '/' + str(self.root)}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BlobStoreUnavailable(f"cannot use the blob directory {self.url}: {exc}") from exc
+
+    def _path(self, sha: str) -> Path:
+        return self.root / sha[:2] / sha[2:4] / sha
+
+    def _meta(self, sha: str) -> Path:
+        return self.root / sha[:2] / sha[2:4] / f"{sha}.meta"
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
+        sha = hashlib.sha256(data).hexdigest()
+        return self._store(sha, len(data), io.BytesIO(data), media_type)
+
+    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
+        sha, size, spooled = spool(stream)
+        with spooled:
+            return self._store(sha, size, spooled, media_type)
+
+    def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+        ref = BlobRef(sha256=sha, size=size, media_type=media_type)
+        path = self._path(sha)
+        if path.exists() and path.stat().st_size == size:
+            return self.stat(sha)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._atomic_write(self._meta(sha), orjson.dumps({"size": size, "media_type": media_type}))
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
+            copy_stream(body, tmp)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp.name, path)
+        return ref
+
+    @staticmethod
+    def _atomic_write(path: Path, data: bytes) -> None:
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
+            tmp.write(data)
+        os.replace(tmp.name, path)
+
+    def get(self, address: str | BlobRef) -> bytes:
+        sha = address_of(address)
+        try:
+            data = self._path(sha).read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFound(f"blob {sha} not found in {self.url}") from None
+        return check_bytes(sha, data, self.url)
+
+    def open(self, address: str | BlobRef) -> Iterator[bytes]:
+        sha = address_of(address)
+        try:
+            handle = self._path(sha).open("rb")
+        except FileNotFoundError:
+            raise BlobNotFound(f"blob {sha} not found in {self.url}") from None
+
+        def chunks() -> Iterator[bytes]:
+            with handle:
+                while chunk := handle.read(CHUNK):
+                    yield chunk
+
+        return verified_chunks(sha, chunks(), self.url)
+
+    def stat(self, address: str | BlobRef) -> BlobRef:
+        sha = address_of(address)
+        try:
+            meta = orjson.loads(self._meta(sha).read_bytes())
+            size = self._path(sha).stat().st_size
+        except FileNotFoundError:
+            raise BlobNotFound(f"blob {sha} not found in {self.url}") from None
+        return BlobRef(sha256=sha, size=size, media_type=meta["media_type"])
+
+    def exists(self, address: str | BlobRef) -> bool:
+        return self._path(address_of(address)).exists()

@@ -1,0 +1,122 @@
+"""The one place where adapters are chosen: a URL per port, from flags, env (FLYWHEEL_*) or flywheel.toml.
+
+    bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10]
+    blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///path/dir
+    registry  http(s)://mlflow-host:port       | sqlite:///path/mlflow.db
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from infra.blobs.port import BlobStore
+from infra.bus.port import Bus
+from infra.config import Settings
+from infra.registry.port import Registry
+
+SUPPORTED = {
+    "bus": ("kafka://", "sqlite:///"),
+    "blobs": ("s3://", "file:///"),
+    "registry": ("http://", "https://", "sqlite:///"),
+}
+
+
+class UnsupportedURL(ValueError):
+    """A URL whose scheme no adapter of that port handles."""
+
+
+def _reject(port: str, url: str) -> UnsupportedURL:
+    return UnsupportedURL(f"unsupported {port} URL {url!r}; supported: {', '.join(s + '...' for s in SUPPORTED[port])}")
+
+
+def _local_path(url: str, scheme: str) -> Path:
+    """``sqlite:///rel/path`` -> ``rel/path``; ``sqlite:////abs/path`` -> ``/abs/path`` (SQLAlchemy's rule)."""
+    return Path(urlsplit(url).path[1:] if url.startswith(f"{scheme}:///") else urlsplit(url).path)
+
+
+def _query(url: str) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+def open_bus(url: str, settings: Settings | None = None) -> Bus:
+    settings = settings or Settings()
+    if url.startswith("kafka://"):
+        from infra.bus.kafka import KafkaBus
+
+        query = _query(url)
+        return KafkaBus(
+            urlsplit(url).netloc,
+            connect_timeout_s=settings.connect_timeout_s,
+            session_timeout_s=float(query.get("session_timeout_s", 10.0)),
+        )
+    if url.startswith("sqlite:///"):
+        from infra.bus.embedded import EmbeddedBus
+
+        query = _query(url)
+        return EmbeddedBus(
+            _local_path(url, "sqlite"),
+            default_partitions=int(query.get("partitions", 3)),
+            session_timeout_s=float(query.get("session_timeout_s", 10.0)),
+        )
+    raise _reject("bus", url)
+
+
+def open_blob_store(url: str, settings: Settings | None = None) -> BlobStore:
+    settings = settings or Settings()
+    if url.startswith("s3://"):
+        from infra.blobs.s3 import S3BlobStore
+
+        parts, query = urlsplit(url), _query(url)
+        endpoint = query.get("endpoint")
+        if not endpoint or not parts.netloc:
+            raise UnsupportedURL(f"S3 blob URL {url!r} needs a bucket and ?endpoint=host:port")
+        return S3BlobStore(
+            endpoint,
+            parts.netloc,
+            access_key=settings.s3_access_key,
+            secret_key=settings.s3_secret_key.get_secret_value(),
+            secure=query.get("secure", "false").lower() == "true",
+            region=settings.s3_region,
+            connect_timeout_s=settings.connect_timeout_s,
+        )
+    if url.startswith("file:///"):
+        from infra.blobs.filesystem import FileBlobStore
+
+        return FileBlobStore(_local_path(url, "file"))
+    raise _reject("blobs", url)
+
+
+def open_registry(url: str, settings: Settings | None = None) -> Registry:
+    settings = settings or Settings()
+    if url.startswith(("http://", "https://")):
+        from infra.registry.mlflow_registry import MlflowRegistry
+
+        return MlflowRegistry(url, connect_timeout_s=settings.connect_timeout_s)
+    if url.startswith("sqlite:///"):
+        from infra.registry.mlflow_registry import MlflowRegistry
+
+        db = _local_path(url, "sqlite")
+        return MlflowRegistry(f"sqlite:///{db}", artifact_root=db.parent / "mlartifacts")
+    raise _reject("registry", url)
+
+
+@dataclass
+class Ports:
+    """Everything a service talks to, opened from one settings object."""
+
+    bus: Bus
+    blobs: BlobStore
+    registry: Registry
+
+    def close(self) -> None:
+        self.bus.close()
+
+
+def open_ports(settings: Settings) -> Ports:
+    return Ports(
+        bus=open_bus(settings.bus, settings),
+        blobs=open_blob_store(settings.blobs, settings),
+        registry=open_registry(settings.registry, settings),
+    )

@@ -1,0 +1,1 @@
+"""The bus port (publish, consume as a group, replay) and its adapters: Kafka and the embedded SQLite log."""

@@ -1,0 +1,352 @@
+"""The embedded bus: a durable single-file event log (SQLite in WAL mode) with Kafka's semantics.
+
+Topics have partitions; a key always lands in the partition Kafka's default partitioner would pick;
+order is kept per partition; consumer groups split partitions between live members (members
+heartbeat into the file, so several OS processes can share one log); committed offsets live in the
+file, and whatever a member polled but did not commit is delivered again after it dies. Every
+record is kept (retention is recorded, never enforced), so the whole history replays.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
+from infra.bus.partitioner import partition_for_key
+from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics(
+    name TEXT PRIMARY KEY, partitions INTEGER NOT NULL, retention_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS partitions(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL, last_ts INTEGER NOT NULL,
+    PRIMARY KEY(topic, partition)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, "offset" INTEGER NOT NULL, ts INTEGER NOT NULL,
+    key BLOB, value BLOB NOT NULL, headers BLOB,
+    UNIQUE(topic, partition, "offset"));
+CREATE TABLE IF NOT EXISTS group_offsets(
+    grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, committed INTEGER NOT NULL,
+    PRIMARY KEY(grp, topic, partition)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_members(
+    grp TEXT NOT NULL, member TEXT NOT NULL, heartbeat REAL NOT NULL,
+    PRIMARY KEY(grp, member)) WITHOUT ROWID;
+"""
+
+_PAGE = 5000
+
+
+def _encode_headers(headers: tuple[tuple[str, bytes], ...]) -> bytes | None:
+    return orjson.dumps([[k, v.hex()] for k, v in headers]) if headers else None
+
+
+def _decode_headers(raw: bytes | None) -> tuple[tuple[str, bytes], ...]:
+    return tuple((k, bytes.fromhex(v)) for k, v in orjson.loads(raw)) if raw else ()
+
+
+class EmbeddedBus:
+    """A :class:`~infra.bus.port.Bus` over one SQLite file, shareable by threads and processes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        default_partitions: int = 3,
+        session_timeout_s: float = 10.0,
+        busy_timeout_s: float = 30.0,
+    ) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self.default_partitions = default_partitions
+        self.session_timeout_s = session_timeout_s
+        self._lock = threading.RLock()
+        self._partition_counts: dict[str, int] = {}
+        self._round_robin = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise BusUnavailable(f"cannot open the embedded bus at {self.url}: {exc}") from exc
+
+    # -- transactions -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: rolled back whole on any error, so the log never half-applies."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise BusWriteError(f"cannot write to the embedded bus at {self.url}: {exc}") from exc
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise BusWriteError(f"write to the embedded bus at {self.url} failed: {exc}") from exc
+                raise
+
+    def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- topics -------------------------------------------------------------------------------
+
+    def create_topics(self, layouts: Sequence[TopicLayout]) -> None:
+        with self._write() as conn:
+            for layout in layouts:
+                self._create_topic(conn, layout)
+
+    def _create_topic(self, conn: sqlite3.Connection, layout: TopicLayout) -> int:
+        row = conn.execute("SELECT partitions FROM topics WHERE name=?", (layout.name,)).fetchone()
+        if row:
+            return int(row[0])
+        conn.execute(
+            "INSERT INTO topics(name, partitions, retention_ms) VALUES(?,?,?)",
+            (layout.name, layout.partitions, layout.retention_ms),
+        )
+        conn.executemany(
+            "INSERT INTO partitions(topic, partition, next_offset, last_ts) VALUES(?,?,0,0)",
+            [(layout.name, p) for p in range(layout.partitions)],
+        )
+        return layout.partitions
+
+    def topics(self) -> dict[str, int]:
+        return {name: int(n) for name, n in self._read("SELECT name, partitions FROM topics ORDER BY name")}
+
+    def partitions(self, topic: str) -> int:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            row = self._read("SELECT partitions FROM topics WHERE name=?", (topic,))
+            if not row:
+                raise UnknownTopic(f"topic {topic!r} does not exist on {self.url}")
+            count = self._partition_counts[topic] = int(row[0][0])
+        return count
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def publish(self, record: OutgoingRecord) -> Published:
+        return self.publish_many([record])[0]
+
+    def publish_many(self, records: Sequence[OutgoingRecord]) -> list[Published]:
+        out: list[Published] = []
+        now = int(time.time() * 1000)
+        with self._write() as conn:
+            for rec in records:
+                count = self._partition_counts.get(rec.topic) or self._auto_create(conn, rec.topic)
+                part = rec.partition if rec.partition is not None else self._choose(rec.key, count)
+                if not 0 <= part < count:
+                    raise UnknownTopic(f"partition {part} of {rec.topic!r} does not exist on {self.url}")
+                offset, ts = conn.execute(
+                    "UPDATE partitions SET next_offset = next_offset + 1, last_ts = max(last_ts, ?) "
+                    "WHERE topic=? AND partition=? RETURNING next_offset - 1, last_ts",
+                    (now, rec.topic, part),
+                ).fetchone()
+                conn.execute(
+                    'INSERT INTO records(topic, partition, "offset", ts, key, value, headers) VALUES(?,?,?,?,?,?,?)',
+                    (rec.topic, part, offset, ts, rec.key, rec.value, _encode_headers(rec.headers)),
+                )
+                out.append(Published(rec.topic, part, offset))
+        return out
+
+    def _auto_create(self, conn: sqlite3.Connection, topic: str) -> int:
+        count = self._create_topic(conn, TopicLayout(topic, self.default_partitions))
+        self._partition_counts[topic] = count
+        return count
+
+    def _choose(self, key: bytes | None, count: int) -> int:
+        if key is not None:
+            return partition_for_key(key, count)
+        self._round_robin += 1
+        return self._round_robin % count
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def fetch(self, topic: str, partition: int, offset: int, limit: int, end: int | None = None) -> list[Record]:
+        """Records of one partition from ``offset`` on (below ``end`` if given), at most ``limit``."""
+        upper = end if end is not None else 2**62
+        rows = self._read(
+            'SELECT "offset", ts, key, value, headers FROM records '
+            'WHERE topic=? AND partition=? AND "offset">=? AND "offset"<? ORDER BY "offset" LIMIT ?',
+            (topic, partition, offset, upper, limit),
+        )
+        return [Record(topic, partition, o, k, v, ts, _decode_headers(h)) for o, ts, k, v, h in rows]
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        rows = self._read("SELECT partition, next_offset FROM partitions WHERE topic=? ORDER BY partition", (topic,))
+        if not rows:
+            raise UnknownTopic(f"topic {topic!r} does not exist on {self.url}")
+        return {int(p): int(n) for p, n in rows}
+
+    def offset_for_time(self, topic: str, partition: int, since: datetime) -> int:
+        """First offset whose timestamp is >= ``since`` (timestamps never decrease within a partition)."""
+        target = int(since.timestamp() * 1000)
+        lo, hi = 0, self.end_offsets(topic)[partition]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            ts = self._read('SELECT ts FROM records WHERE topic=? AND partition=? AND "offset"=?', (topic, partition, mid))
+            if ts[0][0] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def replay(
+        self,
+        topic: str,
+        *,
+        from_offset: int = 0,
+        since: datetime | None = None,
+        partition: int | None = None,
+    ) -> Iterator[Record]:
+        ends = self.end_offsets(topic)
+        for part in sorted(ends) if partition is None else [partition]:
+            offset = self.offset_for_time(topic, part, since) if since is not None else from_offset
+            while offset < ends[part]:
+                page = self.fetch(topic, part, offset, _PAGE, ends[part])
+                if not page:
+                    break
+                yield from page
+                offset = page[-1].offset + 1
+
+    # -- consumer groups ----------------------------------------------------------------------
+
+    def consumer(self, group: str, topics: Sequence[str]) -> EmbeddedConsumer:
+        return EmbeddedConsumer(self, group, list(topics))
+
+    def committed(self, group: str, topic: str) -> dict[int, int]:
+        rows = self._read("SELECT partition, committed FROM group_offsets WHERE grp=? AND topic=?", (group, topic))
+        return {int(p): int(c) for p, c in rows}
+
+    def commit_offsets(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO group_offsets(grp, topic, partition, committed) VALUES(?,?,?,?) "
+                "ON CONFLICT(grp, topic, partition) DO UPDATE SET committed = max(committed, excluded.committed)",
+                [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
+            )
+
+    def heartbeat(self, group: str, member: str) -> list[str]:
+        """Record that ``member`` is alive, expire silent members, return the live members in order."""
+        now = time.time()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO group_members(grp, member, heartbeat) VALUES(?,?,?) "
+                "ON CONFLICT(grp, member) DO UPDATE SET heartbeat=excluded.heartbeat",
+                (group, member, now),
+            )
+            conn.execute(
+                "DELETE FROM group_members WHERE grp=? AND heartbeat < ?", (group, now - self.session_timeout_s)
+            )
+            rows = conn.execute("SELECT member FROM group_members WHERE grp=? ORDER BY member", (group,)).fetchall()
+        return [r[0] for r in rows]
+
+    def leave(self, group: str, member: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM group_members WHERE grp=? AND member=?", (group, member))
+
+    def lag(self, group: str, topics: Sequence[str]) -> list[PartitionLag]:
+        out = []
+        for topic in topics:
+            committed = self.committed(group, topic)
+            for part, end in self.end_offsets(topic).items():
+                out.append(PartitionLag(topic, part, committed.get(part, 0), end))
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class EmbeddedConsumer:
+    """A consumer-group member on the embedded log: heartbeats, takes its share of partitions, commits."""
+
+    def __init__(self, bus: EmbeddedBus, group: str, topics: list[str]) -> None:
+        self.bus = bus
+        self.group = group
+        self.topics = topics
+        self.member = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self._positions: dict[TopicPartition, int] = {}
+        self._next_heartbeat = 0.0
+        self._cursor = 0
+        self._closed = False
+        self._rebalance()
+
+    def _rebalance(self) -> None:
+        members = self.bus.heartbeat(self.group, self.member)
+        self._next_heartbeat = time.monotonic() + self.bus.session_timeout_s / 4
+        every = sorted(
+            TopicPartition(t, p)
+            for t in self.topics
+            for p in range(self._partitions_or_zero(t))
+        )
+        index = members.index(self.member)
+        mine = {tp for i, tp in enumerate(every) if i % len(members) == index}
+        for tp in set(self._positions) - mine:
+            del self._positions[tp]
+        for tp in mine - set(self._positions):
+            self._positions[tp] = self.bus.committed(self.group, tp.topic).get(tp.partition, 0)
+
+    def _partitions_or_zero(self, topic: str) -> int:
+        try:
+            return self.bus.partitions(topic)
+        except UnknownTopic:
+            return 0
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._positions)
+
+    def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.005
+        while True:
+            if time.monotonic() >= self._next_heartbeat:
+                self._rebalance()
+            batch = self._fetch(max_records)
+            if batch or time.monotonic() >= deadline:
+                return batch
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.1)
+
+    def _fetch(self, max_records: int) -> list[Record]:
+        owned = sorted(self._positions)
+        out: list[Record] = []
+        for i in range(len(owned)):
+            tp = owned[(self._cursor + i) % len(owned)]
+            page = self.bus.fetch(tp.topic, tp.partition, self._positions[tp], max_records - len(out))
+            if page:
+                self._positions[tp] = page[-1].offset + 1
+                out.extend(page)
+            if len(out) >= max_records:
+                break
+        self._cursor += 1
+        return out
+
+    def commit(self, records: Iterable[Record]) -> None:
+        offsets: dict[TopicPartition, int] = {}
+        for rec in records:
+            tp = TopicPartition(rec.topic, rec.partition)
+            offsets[tp] = max(offsets.get(tp, 0), rec.offset + 1)
+        if offsets:
+            self.bus.commit_offsets(self.group, offsets)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.bus.leave(self.group, self.member)

@@ -1,0 +1,277 @@
+"""The Kafka adapter of the bus port: aiokafka clients (idempotent acks=all producer, group consumers,
+replay) driven from a background loop, kafka-python for admin (topics, group offsets).
+
+The synchronous face lets the CLI, tests and plain handlers use the same port as the embedded log;
+long-running services subscribe through FastStream on the same aiokafka stack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AioTopicPartition
+from aiokafka.errors import KafkaError as AioKafkaError
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import KafkaConfigurationError, KafkaError, TopicAlreadyExistsError
+
+from infra.bus.aio_loop import LoopThread
+from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
+from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+
+_PAGE = 5000
+
+
+class KafkaBus:
+    """A :class:`~infra.bus.port.Bus` on an Apache Kafka cluster (``kafka://host:port[,host:port]``)."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        connect_timeout_s: float = 10.0,
+        session_timeout_s: float = 10.0,
+        client_id: str = "flywheel",
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.url = f"kafka://{bootstrap}"
+        self.session_timeout_s = session_timeout_s
+        self.timeout_s = connect_timeout_s
+        self.client_id = client_id
+        self._loop = LoopThread()
+        try:
+            self._admin = KafkaAdminClient(
+                bootstrap_servers=bootstrap.split(","),
+                client_id=client_id,
+                request_timeout_ms=max(int(connect_timeout_s * 1000), 30_000),
+                bootstrap_timeout_ms=int(connect_timeout_s * 1000),
+            )
+            self._producer = self._loop.run(self._start_producer(), connect_timeout_s + 5)
+        except KafkaConfigurationError:
+            self._loop.stop()
+            raise
+        except (KafkaError, AioKafkaError, OSError, TimeoutError) as exc:
+            self._loop.stop()
+            raise BusUnavailable(
+                f"Kafka at {self.url} is unreachable (waited {connect_timeout_s:.0f}s): {exc!r}"
+            ) from exc
+
+    async def _start_producer(self) -> AIOKafkaProducer:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            client_id=self.client_id,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            request_timeout_ms=max(int(self.timeout_s * 1000), 30_000),
+        )
+        try:
+            await asyncio.wait_for(producer.start(), self.timeout_s)
+        except BaseException:
+            await producer.stop()
+            raise
+        return producer
+
+    # -- topics -------------------------------------------------------------------------------
+
+    def create_topics(self, layouts: Sequence[TopicLayout]) -> None:
+        existing = set(self._admin.list_topics())
+        new = [
+            NewTopic(
+                name=layout.name,
+                num_partitions=layout.partitions,
+                replication_factor=1,
+                topic_configs={"retention.ms": str(layout.retention_ms), **layout.config},
+            )
+            for layout in layouts
+            if layout.name not in existing
+        ]
+        if new:
+            try:
+                self._admin.create_topics(new, timeout_ms=int(self.timeout_s * 1000))
+            except TopicAlreadyExistsError:
+                pass
+        for layout in layouts:
+            self.partitions(layout.name)
+
+    def topics(self) -> dict[str, int]:
+        meta = self._admin.describe_topics()
+        return {t["topic"]: len(t["partitions"]) for t in meta if not t["topic"].startswith("__")}
+
+    def partitions(self, topic: str) -> int:
+        parts = self._loop.run(self._producer.partitions_for(topic), self.timeout_s + 5)
+        if not parts:
+            raise UnknownTopic(f"topic {topic!r} does not exist on {self.url}")
+        return len(parts)
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def publish(self, record: OutgoingRecord) -> Published:
+        return self.publish_many([record])[0]
+
+    def publish_many(self, records: Sequence[OutgoingRecord]) -> list[Published]:
+        try:
+            metas = self._loop.run(self._send_all(records))
+        except AioKafkaError as exc:
+            raise BusWriteError(f"publish to {self.url} failed: {exc!r}") from exc
+        return [Published(m.topic, m.partition, m.offset) for m in metas]
+
+    async def _send_all(self, records: Sequence[OutgoingRecord]) -> list:
+        futures = [
+            await self._producer.send(r.topic, value=r.value, key=r.key, headers=list(r.headers), partition=r.partition)
+            for r in records
+        ]
+        return list(await asyncio.gather(*futures))
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def _reader(self) -> AIOKafkaConsumer:
+        """A group-less consumer for reading by position; created and started on the loop thread."""
+        reader = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, client_id=self.client_id, group_id=None, enable_auto_commit=False
+        )
+        await reader.start()
+        return reader
+
+    async def _partitions_and_ends(self, reader: AIOKafkaConsumer, topic: str) -> dict[AioTopicPartition, int]:
+        parts = reader.partitions_for_topic(topic)
+        if not parts:
+            await reader._client.force_metadata_update()  # noqa: SLF001 - no public refresh in aiokafka
+            parts = reader.partitions_for_topic(topic)
+        if not parts:
+            raise UnknownTopic(f"topic {topic!r} does not exist on {self.url}")
+        tps = [AioTopicPartition(topic, p) for p in sorted(parts)]
+        return dict(await reader.end_offsets(tps))
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        async def run() -> dict[int, int]:
+            reader = await self._reader()
+            try:
+                ends = await self._partitions_and_ends(reader, topic)
+                return {tp.partition: off for tp, off in sorted(ends.items())}
+            finally:
+                await reader.stop()
+
+        return self._loop.run(run())
+
+    def replay(
+        self,
+        topic: str,
+        *,
+        from_offset: int = 0,
+        since: datetime | None = None,
+        partition: int | None = None,
+    ) -> Iterator[Record]:
+        reader = self._loop.run(self._reader())
+        try:
+            ends = self._loop.run(self._partitions_and_ends(reader, topic))
+            tps = [tp for tp in sorted(ends) if partition is None or tp.partition == partition]
+            starts = {tp: from_offset for tp in tps}
+            if since is not None:
+                found = self._loop.run(reader.offsets_for_times({tp: int(since.timestamp() * 1000) for tp in tps}))
+                starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
+            for tp in tps:
+                yield from self._read_partition(reader, tp, starts[tp], ends[tp])
+        finally:
+            self._loop.run(reader.stop())
+
+    def _read_partition(self, reader: AIOKafkaConsumer, tp: AioTopicPartition, start: int, end: int) -> Iterator[Record]:
+        if start >= end:
+            return
+        reader.assign([tp])
+        reader.seek(tp, start)
+        position = start
+        while position < end:
+            batch = self._loop.run(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE)).get(tp, [])
+            if not batch:
+                raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
+            for msg in batch:
+                if msg.offset >= end:
+                    return
+                yield _to_record(msg)
+                position = msg.offset + 1
+
+    # -- consumer groups ----------------------------------------------------------------------
+
+    def consumer(self, group: str, topics: Sequence[str]) -> KafkaGroupConsumer:
+        return KafkaGroupConsumer(self, group, list(topics))
+
+    def lag(self, group: str, topics: Sequence[str]) -> list[PartitionLag]:
+        committed = {
+            (tp.topic, tp.partition): meta.offset
+            for tp, meta in self._admin.list_group_offsets({group: None}).get(group, {}).items()
+        }
+        return [
+            PartitionLag(topic, part, max(0, committed.get((topic, part), 0)), end)
+            for topic in topics
+            for part, end in self.end_offsets(topic).items()
+        ]
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._producer.stop(), 10)
+        finally:
+            self._admin.close()
+            self._loop.stop()
+
+
+class KafkaGroupConsumer:
+    """A consumer-group member on Kafka: no auto-commit; commit only what was handled."""
+
+    def __init__(self, bus: KafkaBus, group: str, topics: list[str]) -> None:
+        self.group = group
+        self._loop = bus._loop
+        self._consumer = self._loop.run(self._start(bus, topics))
+
+    async def _start(self, bus: KafkaBus, topics: list[str]) -> AIOKafkaConsumer:
+        consumer = AIOKafkaConsumer(
+            *topics,
+            bootstrap_servers=bus.bootstrap,
+            client_id=bus.client_id,
+            group_id=self.group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=int(bus.session_timeout_s * 1000),
+            heartbeat_interval_ms=max(500, int(bus.session_timeout_s * 1000) // 4),
+        )
+        await consumer.start()
+        return consumer
+
+    def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
+        batches = self._loop.run(self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records))
+        return [_to_record(m) for tp in sorted(batches, key=lambda t: (t.topic, t.partition)) for m in batches[tp]]
+
+    def commit(self, records: Iterable[Record]) -> None:
+        offsets: dict[AioTopicPartition, int] = {}
+        for rec in records:
+            tp = AioTopicPartition(rec.topic, rec.partition)
+            offsets[tp] = max(offsets.get(tp, 0), rec.offset + 1)
+        if offsets:
+            try:
+                self._loop.run(self._consumer.commit(offsets))
+            except AioKafkaError as exc:
+                raise BusWriteError(f"commit of group {self.group!r} failed: {exc!r}") from exc
+
+    def assignment(self) -> set[TopicPartition]:
+        async def current() -> set[TopicPartition]:
+            return {TopicPartition(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+
+        return self._loop.run(current())
+
+    def close(self) -> None:
+        self._loop.run(self._consumer.stop(), 30)
+
+
+def _to_record(msg) -> Record:  # noqa: ANN001 - aiokafka's ConsumerRecord
+    return Record(
+        topic=msg.topic,
+        partition=msg.partition,
+        offset=msg.offset,
+        key=msg.key,
+        value=msg.value,
+        timestamp_ms=msg.timestamp,
+        headers=tuple((k, v) for k, v in (msg.headers or ())),
+    )

@@ -1,0 +1,70 @@
+"""The bus port: what services need from an event log, independent of Kafka or the embedded file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+
+
+@runtime_checkable
+class GroupConsumer(Protocol):
+    """A member of a consumer group. Partitions are split between the live members of the group.
+
+    Records are delivered at least once: what was polled but not committed is delivered again to
+    whichever member owns the partition after a crash or a rebalance.
+    """
+
+    group: str
+
+    def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]: ...
+
+    def commit(self, records: Iterable[Record]) -> None:
+        """Mark these records (and everything before them in their partitions) as handled."""
+        ...
+
+    def assignment(self) -> set[TopicPartition]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Bus(Protocol):
+    """Topics with partitions, keyed per-partition order, consumer groups, replay. Selected by URL."""
+
+    url: str
+
+    def create_topics(self, layouts: Sequence[TopicLayout]) -> None:
+        """Create topics that do not exist yet (existing ones are left as they are)."""
+        ...
+
+    def partitions(self, topic: str) -> int: ...
+
+    def publish(self, record: OutgoingRecord) -> Published:
+        """Append one record; returns once it is durable."""
+        ...
+
+    def publish_many(self, records: Sequence[OutgoingRecord]) -> list[Published]:
+        """Append records in order; returns once all are durable."""
+        ...
+
+    def consumer(self, group: str, topics: Sequence[str]) -> GroupConsumer: ...
+
+    def replay(
+        self,
+        topic: str,
+        *,
+        from_offset: int = 0,
+        since: datetime | None = None,
+        partition: int | None = None,
+    ) -> Iterator[Record]:
+        """Every stored record of a topic from an offset (per partition) or a time, partition by partition."""
+        ...
+
+    def end_offsets(self, topic: str) -> dict[int, int]: ...
+
+    def lag(self, group: str, topics: Sequence[str]) -> list[PartitionLag]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,99 @@
+"""One settings object for every process: adapter URLs, stack ports and credentials.
+
+Values come, in order of precedence, from explicit arguments (CLI flags), environment variables
+(prefix ``FLYWHEEL_``), a TOML file (``flywheel.toml`` in the working directory, or the file named by
+``FLYWHEEL_CONFIG``) and the defaults below (the embedded adapters under ``./.flywheel/``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def _config_file() -> Path:
+    return Path(os.environ.get("FLYWHEEL_CONFIG", "flywheel.toml"))
+
+
+class StackSettings(BaseSettings):
+    """Where the local stack (``flywheel stack up``) keeps its files and which loopback ports it binds."""
+
+    model_config = SettingsConfigDict(env_prefix="FLYWHEEL_STACK_", extra="forbid")
+
+    dir: Path = Path(".stack")
+    host: str = "127.0.0.1"
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
+    kafka_version: str = "4.3.1"
+    kafka_heap: str = "768m"
+    s3_port: int = 18333
+    mlflow_port: int = 15000
+    s3_access_key: str = "flywheel"
+    s3_secret_key: SecretStr = SecretStr("flywheel-local-secret")
+    buckets: list[str] = Field(default_factory=lambda: ["flywheel-blobs", "flywheel-mlflow"])
+    ready_timeout_s: float = 120.0
+    # Downloads and builds (Maven repo, Kafka jars), shared between stacks; None = ``<dir>/cache``.
+    cache_dir: Path | None = None
+    # Seconds between SIGTERM and SIGKILL when ``flywheel stack down`` stops a service.
+    stop_grace_s: float = 20.0
+
+    @property
+    def cache_path(self) -> Path:
+        return self.cache_dir if self.cache_dir is not None else self.dir / "cache"
+
+    @property
+    def kafka_url(self) -> str:
+        return f"kafka://{self.host}:{self.kafka_port}"
+
+    @property
+    def s3_endpoint(self) -> str:
+        return f"{self.host}:{self.s3_port}"
+
+    @property
+    def mlflow_url(self) -> str:
+        return f"http://{self.host}:{self.mlflow_port}"
+
+
+class Settings(BaseSettings):
+    """Adapter selection by URL. Defaults are the embedded adapters: no server needed."""
+
+    model_config = SettingsConfigDict(env_prefix="FLYWHEEL_", extra="ignore", env_nested_delimiter="__")
+
+    bus: str = "sqlite:///.flywheel/bus.db"
+    blobs: str = "file:///.flywheel/blobs"
+    registry: str = "sqlite:///.flywheel/mlflow.db"
+    # Credentials for s3:// blob URLs; the endpoint is taken from the URL query (?endpoint=host:port).
+    s3_access_key: str = "flywheel"
+    s3_secret_key: SecretStr = SecretStr("flywheel-local-secret")
+    s3_region: str = "us-east-1"
+    # How long a client waits for a server before failing with an error naming its URL.
+    connect_timeout_s: float = 10.0
+    # Events larger than this are rejected by the codec; put large payloads in the blob store.
+    max_inline_payload_bytes: int = 64 * 1024
+    stack: StackSettings = Field(default_factory=StackSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
+        return (init_settings, env_settings, toml, file_secret_settings)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings with CLI-flag overrides applied (``None`` values are ignored)."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

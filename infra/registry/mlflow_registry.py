@@ -1,0 +1,164 @@
+"""The MLflow adapter of the registry port: a tracking server (``http://``) or a local SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from infra.registry.port import RegistryUnavailable, RunRecord, VersionNotFound, VersionRef
+
+
+def _ping(url: str, timeout_s: float) -> None:
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout_s) as response:
+            if response.status != 200:
+                raise RegistryUnavailable(f"MLflow at {url} answered /health with HTTP {response.status}")
+    except (urllib.error.URLError, OSError) as exc:
+        raise RegistryUnavailable(f"MLflow at {url} is unreachable (waited {timeout_s:.0f}s): {exc}") from exc
+
+
+class MlflowRegistry:
+    """A :class:`~infra.registry.port.Registry` on MLflow's tracking store and model registry."""
+
+    def __init__(self, tracking_uri: str, *, artifact_root: Path | None = None, connect_timeout_s: float = 10.0) -> None:
+        self.url = tracking_uri
+        self.artifact_root = artifact_root
+        if tracking_uri.startswith(("http://", "https://")):
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(max(30, connect_timeout_s))))
+            _ping(tracking_uri, connect_timeout_s)
+        elif tracking_uri.startswith("sqlite:///"):
+            Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        from mlflow.tracking import MlflowClient  # deferred: importing mlflow takes seconds
+
+        try:
+            self._client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+            self._client.search_experiments(max_results=1)
+        except Exception as exc:  # noqa: BLE001 - MLflow raises many types; all mean "not usable"
+            raise RegistryUnavailable(f"MLflow registry at {tracking_uri} is not usable: {exc}") from exc
+        self._experiments: dict[str, str] = {}
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def _experiment_id(self, name: str) -> str:
+        if name not in self._experiments:
+            found = self._client.get_experiment_by_name(name)
+            if found is not None:
+                self._experiments[name] = found.experiment_id
+            else:
+                location = (self.artifact_root / name).resolve().as_uri() if self.artifact_root else None
+                self._experiments[name] = self._client.create_experiment(name, artifact_location=location)
+        return self._experiments[name]
+
+    def start_run(
+        self,
+        experiment: str,
+        *,
+        run_name: str | None = None,
+        params: dict[str, Any] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> str:
+        run = self._client.create_run(self._experiment_id(experiment), run_name=run_name, tags=tags or {})
+        if params:
+            self.log_params(run.info.run_id, params)
+        return run.info.run_id
+
+    def log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        self._client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items()])
+
+    def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self._client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()])
+
+    def log_dict(self, run_id: str, data: dict[str, Any], artifact_file: str) -> None:
+        self._client.log_dict(run_id, data, artifact_file)
+
+    def load_dict(self, run_id: str, artifact_file: str) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self._client.download_artifacts(run_id, artifact_file, tmp)
+            return json.loads(Path(path).read_text())
+
+    def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None:
+        self._client.log_artifacts(run_id, str(local_dir), artifact_path)
+
+    def download_artifacts(self, run_id: str, artifact_path: str, dst: Path) -> Path:
+        dst.mkdir(parents=True, exist_ok=True)
+        return Path(self._client.download_artifacts(run_id, artifact_path, str(dst)))
+
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None:
+        self._client.set_terminated(run_id, status=status)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        run = self._client.get_run(run_id)
+        experiment = self._client.get_experiment(run.info.experiment_id).name
+        return RunRecord(
+            run_id=run_id,
+            experiment=experiment,
+            status=run.info.status,
+            params=dict(run.data.params),
+            metrics=dict(run.data.metrics),
+            tags={k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.")},
+        )
+
+    # -- registry -----------------------------------------------------------------------------
+
+    def register_version(
+        self, name: str, run_id: str, artifact_path: str, *, tags: dict[str, str] | None = None
+    ) -> VersionRef:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self._client.get_registered_model(name)
+        except MlflowException:
+            self._client.create_registered_model(name)
+        run = self._client.get_run(run_id)
+        source = f"{run.info.artifact_uri.rstrip('/')}/{artifact_path}"
+        mv = self._client.create_model_version(name, source, run_id=run_id, tags=tags or {})
+        return self._ref(self._client.get_model_version(name, mv.version))
+
+    def set_alias(self, name: str, alias: str, version: str) -> None:
+        self._client.set_registered_model_alias(name, alias, str(version))
+
+    def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
+        self._client.set_model_version_tag(name, str(version), key, value)
+
+    def resolve(self, ref: str) -> VersionRef:
+        from mlflow.exceptions import MlflowException
+
+        spec = ref.removeprefix("models:/")
+        try:
+            if "@" in spec:
+                name, alias = spec.split("@", 1)
+                mv = self._client.get_model_version_by_alias(name, alias)
+            elif "/" in spec:
+                name, version = spec.split("/", 1)
+                mv = self._client.get_model_version(name, version)
+            else:
+                raise VersionNotFound(f"{ref!r} is neither name@alias nor name/version")
+        except MlflowException as exc:
+            raise VersionNotFound(f"{ref!r} does not resolve in {self.url}: {exc.message}") from exc
+        return self._ref(mv)
+
+    def versions(self, name: str) -> list[VersionRef]:
+        found = self._client.search_model_versions(f"name='{name}'")
+        return sorted((self._ref(mv) for mv in found), key=lambda v: int(v.version))
+
+    @staticmethod
+    def _ref(mv: Any) -> VersionRef:
+        return VersionRef(
+            name=mv.name,
+            version=str(mv.version),
+            run_id=mv.run_id,
+            source=mv.source,
+            tags=dict(mv.tags or {}),
+            aliases=tuple(sorted(mv.aliases or [])),
+        )

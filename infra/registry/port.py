@@ -1,0 +1,91 @@
+"""The registry port: training/eval runs with lineage, versioned models and harness configs, aliases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+
+class RegistryError(RuntimeError):
+    """Base class of registry failures."""
+
+
+class RegistryUnavailable(RegistryError):
+    """The tracking server (or the SQLite file) could not be reached; the message names the URL."""
+
+
+class VersionNotFound(RegistryError, LookupError):
+    """A ``name@alias`` or ``name/version`` that does not resolve."""
+
+
+@dataclass(frozen=True)
+class VersionRef:
+    """One registered version of a model or harness config."""
+
+    name: str
+    version: str
+    run_id: str | None
+    source: str
+    tags: dict[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def uri(self) -> str:
+        return f"models:/{self.name}/{self.version}"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run logged: params, latest metrics, tags, status."""
+
+    run_id: str
+    experiment: str
+    status: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tags: dict[str, str]
+
+
+@runtime_checkable
+class Registry(Protocol):
+    url: str
+
+    def start_run(
+        self,
+        experiment: str,
+        *,
+        run_name: str | None = None,
+        params: dict[str, Any] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> str: ...
+
+    def log_params(self, run_id: str, params: dict[str, Any]) -> None: ...
+
+    def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None: ...
+
+    def log_dict(self, run_id: str, data: dict[str, Any], artifact_file: str) -> None: ...
+
+    def load_dict(self, run_id: str, artifact_file: str) -> dict[str, Any]: ...
+
+    def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None: ...
+
+    def download_artifacts(self, run_id: str, artifact_path: str, dst: Path) -> Path: ...
+
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None: ...
+
+    def get_run(self, run_id: str) -> RunRecord: ...
+
+    def register_version(
+        self, name: str, run_id: str, artifact_path: str, *, tags: dict[str, str] | None = None
+    ) -> VersionRef: ...
+
+    def set_alias(self, name: str, alias: str, version: str) -> None: ...
+
+    def set_version_tag(self, name: str, version: str, key: str, value: str) -> None: ...
+
+    def resolve(self, ref: str) -> VersionRef:
+        """``name@alias``, ``name/version`` or the same behind ``models:/``."""
+        ...
+
+    def versions(self, name: str) -> list[VersionRef]: ...
