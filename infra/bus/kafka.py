@@ -181,8 +181,11 @@ class KafkaBus:
     def _read_partition(self, reader: AIOKafkaConsumer, tp: AioTopicPartition, start: int, end: int) -> Iterator[Record]:
         if start >= end:
             return
-        reader.assign([tp])
-        reader.seek(tp, start)
+        async def position_at_start() -> None:
+            reader.assign([tp])
+            reader.seek(tp, start)
+
+        self._loop.run(position_at_start())
         position = start
         while position < end:
             batch = self._loop.run(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE)).get(tp, [])

@@ -1,0 +1,26 @@
+"""The ``flywheel`` command: one Typer app, each area of the platform a sub-command group."""
+
+from __future__ import annotations
+
+import typer
+
+from infra.cli import run, schemas, stack
+
+app = typer.Typer(
+    name="flywheel",
+    help=(
+        "planner-flywheel: a closed-loop, event-sourced platform for developing LLM planner agents.\n\n"
+        "Every step of an episode is an immutable event on a bus (Kafka or the embedded log); blobs live in a "
+        "content-addressed store (S3 or a directory); models and harness configs are versioned in MLflow. "
+        "Adapters are chosen by URL: --bus/--blobs/--registry flags, FLYWHEEL_* env vars or flywheel.toml."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.command("run")(run.run)
+app.add_typer(stack.app, name="stack")
+app.add_typer(schemas.app, name="schemas")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
