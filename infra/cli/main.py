@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from infra.cli import run, schemas, stack
+from infra.cli import run, sandbox, schemas, stack
 
 app = typer.Typer(
     name="flywheel",
@@ -20,6 +20,7 @@ app = typer.Typer(
 app.command("run")(run.run)
 app.add_typer(stack.app, name="stack")
 app.add_typer(schemas.app, name="schemas")
+app.add_typer(sandbox.app, name="sandbox")
 
 
 if __name__ == "__main__":  # pragma: no cover

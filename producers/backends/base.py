@@ -61,7 +61,9 @@ class Backend(Protocol):
     name: str
     trust: TrustLevel
 
-    def reset(self, task: Any, seed: int = 0) -> Observation: ...
+    def reset(self, task: Any, seed: int | None = None) -> Observation:
+        """Start an episode of ``task``; ``seed=None`` means the task's own world seed."""
+        ...
 
     def tools(self) -> list[ToolSpec]: ...
 

@@ -1,0 +1,157 @@
+"""The task suite: size and coverage, no split leakage, and every task sound (solvable, not trivially passed, collateral-aware)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from bus_schemas.actions import Finish, ToolCall
+from bus_schemas.events.tasks import TaskSpecified
+from producers.backends.base import Evidence
+from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends.sandbox.catalog import TOOLS
+from producers.backends.sandbox.skill_docs import SKILLS
+from producers.backends.sandbox.verify import verify
+from producers.tasks.runner import noop_policy, random_policy, run_episode
+from producers.tasks.solver import reference_solver
+from producers.tasks.suite import build_task_suite
+from producers.tasks.template import Solver, call
+
+pytestmark = pytest.mark.unit
+
+SUITE = build_task_suite("test-run")
+BY_ID = {t.task_id: t for t in SUITE}
+
+
+@pytest.fixture(scope="module")
+def backend() -> SandboxBackend:
+    return SandboxBackend()
+
+
+def passes(backend: SandboxBackend, task: TaskSpecified, policy: Any) -> bool:
+    episode = run_episode(backend, task, policy)
+    return verify(task, episode.evidence, episode.answer).outcome
+
+
+def test_suite_covers_categories_difficulties_and_splits() -> None:
+    assert len(SUITE) >= 600 and len(BY_ID) == len(SUITE)
+    cells = Counter((t.category, t.difficulty, t.split) for t in SUITE)
+    assert len(cells) == 4 * 3 * 3 and min(cells.values()) >= 4
+
+
+def test_suite_is_deterministic() -> None:
+    again = build_task_suite("other-run")
+    assert [(t.task_id, t.goal, t.criteria, t.initial_conditions) for t in again] == [(t.task_id, t.goal, t.criteria, t.initial_conditions) for t in SUITE]
+
+
+CONSTANT_GOALS = {"mem.wake_alarm", "mem.ride_to_gym", "mem.workout_playlist", "sa.settle_requests"}  # the instance lives in memories / world
+
+
+def _instance(task: TaskSpecified) -> tuple[object, ...]:
+    ic = task.initial_conditions
+    varying = (ic.memories, ic.fixtures) if task.source.template_id in CONSTANT_GOALS else ()
+    return (task.source.template_id, task.goal, *map(repr, varying))
+
+
+def test_no_instance_or_world_leaks_from_dev_and_test_into_train() -> None:
+    train = [t for t in SUITE if t.split == "train"]
+    held = [t for t in SUITE if t.split != "train"]
+    assert not {t.source.instance_key for t in held} & {t.source.instance_key for t in train}
+    assert not {_instance(t) for t in held} & {_instance(t) for t in train}
+
+
+def test_tasks_reference_real_tools_and_skills() -> None:
+    for task in SUITE:
+        assert set(task.tools) <= set(TOOLS) and set(task.skills) <= set(SKILLS), task.task_id
+    for skill in SKILLS.values():
+        assert set(skill.tools) <= set(TOOLS) and skill.when_to_use, skill.name
+
+
+def test_memory_facts_are_not_in_the_world() -> None:
+    for task in (t for t in SUITE if t.category == "memory"):
+        assert task.initial_conditions.memories, task.task_id
+
+
+def test_every_task_is_solvable_and_not_passed_by_doing_nothing_or_random_calls(backend: SandboxBackend) -> None:
+    wrong = [
+        (t.task_id, name)
+        for t in SUITE
+        for name, policy, expected in (("reference", reference_solver, True), ("noop", noop_policy, False), ("random", random_policy, False))
+        if passes(backend, t, policy) != expected
+    ]
+    assert not wrong
+
+
+def test_an_extra_unrelated_write_fails_every_task(backend: SandboxBackend) -> None:
+    still_passing = []
+    for task in SUITE:
+        episode = run_episode(backend, task, reference_solver)
+        final = {**episode.evidence.final_state, "notes": {**episode.evidence.final_state["notes"]}}  # type: ignore[dict-item]
+        final["notes"]["notes"] = {**final["notes"]["notes"], "note_999": {"id": "note_999", "title": "stray"}}
+        tampered = episode.evidence.model_copy(update={"final_state": final})
+        if verify(task, tampered, episode.answer).outcome:
+            still_passing.append(task.task_id)
+    assert not still_passing
+
+
+def _first(template_id: str) -> TaskSpecified:
+    return next(t for t in SUITE if t.source.template_id == template_id)
+
+
+def test_a_different_valid_plan_passes_too(backend: SandboxBackend) -> None:
+    """The verifier judges the end state, not the route: other orders and other tools must pass."""
+    ride = _first("tu.ride_to_contact")
+    person = ride.goal.split(" ride from home to ")[1].removesuffix("'s place.")
+
+    def ride_plan(task: TaskSpecified) -> Solver:
+        yield call("settings.grant_permission", permission="rides.location")  # grant up front instead of recovering
+        spot = yield call("maps.search_places", query=f"{person} (home)")  # the place search instead of geocoding
+        product = task.goal.split(" ")[3]
+        quote = yield call("rides.estimate", pickup_id="pl_1", dropoff_id=spot.result[0]["id"])
+        assert quote.ok
+        ride_obs = yield call("rides.request_ride", pickup_id="pl_1", dropoff_id=spot.result[0]["id"], product=product)
+        yield call("rides.confirm_pickup", id=ride_obs.result["id"])
+        yield Finish(answer="ok")
+
+    focus = _first("sk.focus_session")
+    minutes = int(focus.goal.split("-minute")[0].split()[-1])
+
+    def focus_plan(task: TaskSpecified) -> Solver:
+        yield ToolCall(name="clock.start_timer", args={"minutes": minutes, "label": "Deep focus"})
+        yield ToolCall(name="settings.set_ring_volume", args={"level": 0})
+        yield ToolCall(name="settings.set_do_not_disturb", args={"on": False})
+        yield ToolCall(name="settings.set_do_not_disturb", args={"on": True})
+        yield Finish(answer="")
+
+    assert passes(backend, ride, ride_plan)
+    assert passes(backend, focus, focus_plan)
+
+
+def test_a_wrong_plan_fails(backend: SandboxBackend) -> None:
+    task = _first("tu.pay_contact")
+
+    def overpay(t: TaskSpecified) -> Solver:
+        """The reference plan, except it sends one dollar too much."""
+        plan = reference_solver(t)
+        action = next(plan)
+        while True:
+            if isinstance(action, ToolCall) and action.name == "wallet.send_money":
+                action = ToolCall(name=action.name, args={**action.args, "amount": float(action.args["amount"]) + 1})  # type: ignore[arg-type]
+            obs = yield action
+            try:
+                action = plan.send(obs)
+            except StopIteration:
+                return
+
+    assert not passes(backend, task, overpay)
+
+
+def test_verdicts_survive_the_wire(backend: SandboxBackend) -> None:
+    """The verifier service gets evidence as JSON: same verdicts after a round trip, for every template."""
+    for task in {t.source.template_id: t for t in SUITE}.values():
+        episode = run_episode(backend, task, reference_solver)
+        wired = Evidence.model_validate_json(episode.evidence.model_dump_json())
+        assert wired.state_hash == episode.evidence.state_hash
+        assert verify(task, wired, episode.answer).outcome, task.task_id
