@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-LOCK   := requirements/test.lock
+LOCK   := requirements/dev.lock
 UV_VERSION := 0.13.8
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 export PIP_CACHE_DIR ?= $(CURDIR)/.cache/pip
@@ -32,7 +32,7 @@ install: $(VENV)/.installed
 
 lock: $(BIN)/python
 	$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
-	$(BIN)/uv pip compile -q pyproject.toml --extra test --python-version 3.11 -o $(LOCK)
+	$(BIN)/uv pip compile -q pyproject.toml --extra test --extra ml --extra device --python-version 3.11 -o $(LOCK)
 
 run: install
 	$(BIN)/flywheel run

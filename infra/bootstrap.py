@@ -1,6 +1,7 @@
 """The one place where adapters are chosen: a URL per port, from flags, env (FLYWHEEL_*) or flywheel.toml.
 
     bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10]
+              (either with ?namespace=NAME to prefix every topic and consumer group)
     blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///path/dir
     registry  http(s)://mlflow-host:port       | sqlite:///path/mlflow.db
 """
@@ -41,7 +42,17 @@ def _query(url: str) -> dict[str, str]:
 
 
 def open_bus(url: str, settings: Settings | None = None) -> Bus:
-    settings = settings or Settings()
+    """The bus at ``url``; a ``namespace`` query parameter prefixes every topic and group name."""
+    namespace = _query(url).get("namespace")
+    bus = _open_bus(url, settings or Settings())
+    if namespace:
+        from infra.bus.namespaced import NamespacedBus
+
+        return NamespacedBus(bus, namespace)
+    return bus
+
+
+def _open_bus(url: str, settings: Settings) -> Bus:
     if url.startswith("kafka://"):
         from infra.bus.kafka import KafkaBus
 

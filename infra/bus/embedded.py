@@ -23,7 +23,15 @@ import orjson
 
 from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
 from infra.bus.partitioner import partition_for_key
-from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+from infra.bus.records import (
+    OutgoingRecord,
+    PartitionLag,
+    Published,
+    Record,
+    TopicLayout,
+    TopicPartition,
+    next_offsets,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS topics(
@@ -145,24 +153,36 @@ class EmbeddedBus:
         return self.publish_many([record])[0]
 
     def publish_many(self, records: Sequence[OutgoingRecord]) -> list[Published]:
+        with self._write() as conn:
+            return self._append(conn, records)
+
+    def publish_and_commit(
+        self, records: Sequence[OutgoingRecord], group: str, offsets: dict[TopicPartition, int]
+    ) -> list[Published]:
+        """Append ``records`` and commit ``group``'s offsets in one transaction: both happen or neither."""
+        with self._write() as conn:
+            published = self._append(conn, records)
+            self._commit(conn, group, offsets)
+            return published
+
+    def _append(self, conn: sqlite3.Connection, records: Sequence[OutgoingRecord]) -> list[Published]:
         out: list[Published] = []
         now = int(time.time() * 1000)
-        with self._write() as conn:
-            for rec in records:
-                count = self._partition_counts.get(rec.topic) or self._auto_create(conn, rec.topic)
-                part = rec.partition if rec.partition is not None else self._choose(rec.key, count)
-                if not 0 <= part < count:
-                    raise UnknownTopic(f"partition {part} of {rec.topic!r} does not exist on {self.url}")
-                offset, ts = conn.execute(
-                    "UPDATE partitions SET next_offset = next_offset + 1, last_ts = max(last_ts, ?) "
-                    "WHERE topic=? AND partition=? RETURNING next_offset - 1, last_ts",
-                    (now, rec.topic, part),
-                ).fetchone()
-                conn.execute(
-                    'INSERT INTO records(topic, partition, "offset", ts, key, value, headers) VALUES(?,?,?,?,?,?,?)',
-                    (rec.topic, part, offset, ts, rec.key, rec.value, _encode_headers(rec.headers)),
-                )
-                out.append(Published(rec.topic, part, offset))
+        for rec in records:
+            count = self._partition_counts.get(rec.topic) or self._auto_create(conn, rec.topic)
+            part = rec.partition if rec.partition is not None else self._choose(rec.key, count)
+            if not 0 <= part < count:
+                raise UnknownTopic(f"partition {part} of {rec.topic!r} does not exist on {self.url}")
+            offset, ts = conn.execute(
+                "UPDATE partitions SET next_offset = next_offset + 1, last_ts = max(last_ts, ?) "
+                "WHERE topic=? AND partition=? RETURNING next_offset - 1, last_ts",
+                (now, rec.topic, part),
+            ).fetchone()
+            conn.execute(
+                'INSERT INTO records(topic, partition, "offset", ts, key, value, headers) VALUES(?,?,?,?,?,?,?)',
+                (rec.topic, part, offset, ts, rec.key, rec.value, _encode_headers(rec.headers)),
+            )
+            out.append(Published(rec.topic, part, offset))
         return out
 
     def _auto_create(self, conn: sqlite3.Connection, topic: str) -> int:
@@ -236,11 +256,15 @@ class EmbeddedBus:
 
     def commit_offsets(self, group: str, offsets: dict[TopicPartition, int]) -> None:
         with self._write() as conn:
-            conn.executemany(
-                "INSERT INTO group_offsets(grp, topic, partition, committed) VALUES(?,?,?,?) "
-                "ON CONFLICT(grp, topic, partition) DO UPDATE SET committed = max(committed, excluded.committed)",
-                [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
-            )
+            self._commit(conn, group, offsets)
+
+    @staticmethod
+    def _commit(conn: sqlite3.Connection, group: str, offsets: dict[TopicPartition, int]) -> None:
+        conn.executemany(
+            "INSERT INTO group_offsets(grp, topic, partition, committed) VALUES(?,?,?,?) "
+            "ON CONFLICT(grp, topic, partition) DO UPDATE SET committed = max(committed, excluded.committed)",
+            [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
+        )
 
     def heartbeat(self, group: str, member: str) -> list[str]:
         """Record that ``member`` is alive, expire silent members, return the live members in order."""
@@ -339,12 +363,12 @@ class EmbeddedConsumer:
         return out
 
     def commit(self, records: Iterable[Record]) -> None:
-        offsets: dict[TopicPartition, int] = {}
-        for rec in records:
-            tp = TopicPartition(rec.topic, rec.partition)
-            offsets[tp] = max(offsets.get(tp, 0), rec.offset + 1)
+        offsets = next_offsets(records)
         if offsets:
             self.bus.commit_offsets(self.group, offsets)
+
+    def publish_and_commit(self, outputs: Sequence[OutgoingRecord], consumed: Iterable[Record]) -> list[Published]:
+        return self.bus.publish_and_commit(outputs, self.group, next_offsets(consumed))
 
     def close(self) -> None:
         if not self._closed:

@@ -8,6 +8,7 @@ long-running services subscribe through FastStream on the same aiokafka stack.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
@@ -20,9 +21,20 @@ from kafka.errors import KafkaConfigurationError, KafkaError, TopicAlreadyExists
 
 from infra.bus.aio_loop import LoopThread
 from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
-from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+from infra.bus.records import (
+    OutgoingRecord,
+    PartitionLag,
+    Published,
+    Record,
+    TopicLayout,
+    TopicPartition,
+    next_offsets,
+)
 
 _PAGE = 5000
+TRANSACTION_TIMEOUT_MS = 10_000
+# aiokafka validates records with assertions (unknown partition, oversized value) before sending.
+_SEND_ERRORS = (AioKafkaError, AssertionError, ValueError)
 
 
 class KafkaBus:
@@ -115,7 +127,7 @@ class KafkaBus:
     def publish_many(self, records: Sequence[OutgoingRecord]) -> list[Published]:
         try:
             metas = self._loop.run(self._send_all(records))
-        except AioKafkaError as exc:
+        except _SEND_ERRORS as exc:
             raise BusWriteError(f"publish to {self.url} failed: {exc!r}") from exc
         return [Published(m.topic, m.partition, m.offset) for m in metas]
 
@@ -131,7 +143,11 @@ class KafkaBus:
     async def _reader(self) -> AIOKafkaConsumer:
         """A group-less consumer for reading by position; created and started on the loop thread."""
         reader = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, client_id=self.client_id, group_id=None, enable_auto_commit=False
+            bootstrap_servers=self.bootstrap,
+            client_id=self.client_id,
+            group_id=None,
+            enable_auto_commit=False,
+            isolation_level="read_committed",
         )
         await reader.start()
         return reader
@@ -179,23 +195,25 @@ class KafkaBus:
             self._loop.run(reader.stop())
 
     def _read_partition(self, reader: AIOKafkaConsumer, tp: AioTopicPartition, start: int, end: int) -> Iterator[Record]:
+        """Records of one partition in [start, end). Offsets may have gaps (transaction markers, aborted
+        records), so progress is read from the consumer's position, not from the last record's offset."""
         if start >= end:
             return
+
         async def position_at_start() -> None:
             reader.assign([tp])
             reader.seek(tp, start)
 
         self._loop.run(position_at_start())
-        position = start
-        while position < end:
-            batch = self._loop.run(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE)).get(tp, [])
-            if not batch:
-                raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
-            for msg in batch:
+        while (position := self._loop.run(reader.position(tp))) < end:
+            batch = self._loop.run(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE))
+            records = batch.get(tp, [])
+            for msg in records:
                 if msg.offset >= end:
                     return
                 yield _to_record(msg)
-                position = msg.offset + 1
+            if not records and self._loop.run(reader.position(tp)) == position:
+                raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
 
     # -- consumer groups ----------------------------------------------------------------------
 
@@ -226,7 +244,11 @@ class KafkaGroupConsumer:
 
     def __init__(self, bus: KafkaBus, group: str, topics: list[str]) -> None:
         self.group = group
+        self._bus = bus
         self._loop = bus._loop
+        self._tx_producer: AIOKafkaProducer | None = None
+        self._polled: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
         self._consumer = self._loop.run(self._start(bus, topics))
 
     async def _start(self, bus: KafkaBus, topics: list[str]) -> AIOKafkaConsumer:
@@ -239,24 +261,94 @@ class KafkaGroupConsumer:
             auto_offset_reset="earliest",
             session_timeout_ms=int(bus.session_timeout_s * 1000),
             heartbeat_interval_ms=max(500, int(bus.session_timeout_s * 1000) // 4),
+            isolation_level="read_committed",
         )
         await consumer.start()
         return consumer
 
+    async def _start_transactional(self) -> AIOKafkaProducer:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self._bus.bootstrap,
+            client_id=self._bus.client_id,
+            transactional_id=f"{self.group}-{uuid.uuid4().hex[:12]}",
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+            # A member killed mid-transaction blocks read_committed readers of its partitions until the
+            # coordinator aborts the transaction; keep that window short.
+            transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+        )
+        await producer.start()
+        return producer
+
+    async def _transact(self, outputs: Sequence[OutgoingRecord], offsets: dict[AioTopicPartition, int]) -> list:
+        if self._tx_producer is None:
+            self._tx_producer = await self._start_transactional()
+        producer = self._tx_producer
+        async with producer.transaction():
+            futures = [
+                await producer.send(r.topic, value=r.value, key=r.key, headers=list(r.headers), partition=r.partition)
+                for r in outputs
+            ]
+            if offsets:
+                await producer.send_offsets_to_transaction(offsets, self.group)
+        return [f.result() for f in futures]
+
+    def publish_and_commit(self, outputs: Sequence[OutgoingRecord], consumed: Iterable[Record]) -> list[Published]:
+        done = next_offsets(consumed)
+        offsets = {AioTopicPartition(tp.topic, tp.partition): off for tp, off in done.items()}
+        try:
+            metas = self._loop.run(self._transact(outputs, offsets))
+        except _SEND_ERRORS as exc:
+            raise BusWriteError(f"transaction of group {self.group!r} on {self._bus.url} failed: {exc!r}") from exc
+        self._mark_committed(done)
+        return [Published(m.topic, m.partition, m.offset) for m in metas]
+
     def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
         batches = self._loop.run(self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records))
-        return [_to_record(m) for tp in sorted(batches, key=lambda t: (t.topic, t.partition)) for m in batches[tp]]
+        records = [_to_record(m) for tp in sorted(batches, key=lambda t: (t.topic, t.partition)) for m in batches[tp]]
+        if records:
+            for tp, off in next_offsets(records).items():
+                self._polled[tp] = max(self._polled.get(tp, 0), off)
+        else:
+            self._loop.run(self._commit_past_markers())
+        return records
+
+    async def _commit_past_markers(self) -> None:
+        """When idle, move the committed offset over transaction markers that follow handled records.
+
+        Markers take offsets but are never delivered, so without this a group that handled everything
+        would show a lag of one per transactionally written partition. Only partitions whose every
+        polled record is committed are moved, so nothing unhandled is ever skipped.
+        """
+        moves: dict[AioTopicPartition, int] = {}
+        for atp in self._consumer.assignment():
+            tp = TopicPartition(atp.topic, atp.partition)
+            committed = self._committed.get(tp)
+            if committed is None or committed != self._polled.get(tp):
+                continue
+            position = await self._consumer.position(atp)
+            if position > committed:
+                moves[atp] = position
+        if moves:
+            await self._consumer.commit(moves)
+            for atp, off in moves.items():
+                tp = TopicPartition(atp.topic, atp.partition)
+                self._committed[tp] = self._polled[tp] = off
+
+    def _mark_committed(self, offsets: dict[TopicPartition, int]) -> None:
+        for tp, off in offsets.items():
+            self._committed[tp] = max(self._committed.get(tp, 0), off)
 
     def commit(self, records: Iterable[Record]) -> None:
-        offsets: dict[AioTopicPartition, int] = {}
-        for rec in records:
-            tp = AioTopicPartition(rec.topic, rec.partition)
-            offsets[tp] = max(offsets.get(tp, 0), rec.offset + 1)
+        done = next_offsets(records)
+        offsets = {AioTopicPartition(tp.topic, tp.partition): off for tp, off in done.items()}
         if offsets:
             try:
                 self._loop.run(self._consumer.commit(offsets))
             except AioKafkaError as exc:
                 raise BusWriteError(f"commit of group {self.group!r} failed: {exc!r}") from exc
+            self._mark_committed(done)
 
     def assignment(self) -> set[TopicPartition]:
         async def current() -> set[TopicPartition]:
@@ -265,6 +357,8 @@ class KafkaGroupConsumer:
         return self._loop.run(current())
 
     def close(self) -> None:
+        if self._tx_producer is not None:
+            self._loop.run(self._tx_producer.stop(), 30)
         self._loop.run(self._consumer.stop(), 30)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -66,3 +67,12 @@ class TopicLayout:
     partitions: int = 3
     retention_ms: int = -1
     config: dict[str, str] = field(default_factory=dict)
+
+
+def next_offsets(records: Iterable[Record]) -> dict[TopicPartition, int]:
+    """The offsets to commit after handling ``records``: one past the highest offset per partition."""
+    offsets: dict[TopicPartition, int] = {}
+    for rec in records:
+        tp = TopicPartition(rec.topic, rec.partition)
+        offsets[tp] = max(offsets.get(tp, 0), rec.offset + 1)
+    return offsets

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from infra.cli import run, sandbox, schemas, stack
+from infra.cli import run, sandbox, schemas, serve, stack
 
 app = typer.Typer(
     name="flywheel",
@@ -21,6 +21,7 @@ app.command("run")(run.run)
 app.add_typer(stack.app, name="stack")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(serve.app, name="serve")
 
 
 if __name__ == "__main__":  # pragma: no cover

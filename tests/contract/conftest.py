@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -18,7 +19,8 @@ def bus_url(request, tmp_path) -> str:
     if request.param == "embedded":
         return f"sqlite:///{tmp_path}/bus.db?session_timeout_s={EMBEDDED_SESSION_TIMEOUT_S}"
     stack = request.getfixturevalue("real_stack")
-    return f"kafka://{stack.host}:{stack.kafka_port}?session_timeout_s={KAFKA_SESSION_TIMEOUT_S}"
+    namespace = f"test-{uuid.uuid4().hex[:10]}"
+    return f"kafka://{stack.host}:{stack.kafka_port}?session_timeout_s={KAFKA_SESSION_TIMEOUT_S}&namespace={namespace}"
 
 
 @pytest.fixture

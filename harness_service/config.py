@@ -1,0 +1,68 @@
+"""The versioned harness configuration: instructions, skill library version, memory policy and budgets."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_INSTRUCTIONS = (
+    "You are a planner agent operating a user's apps through tools. Work step by step: "
+    "take exactly one action per reply, read the observation that comes back, and finish "
+    "with a concise answer once the goal is met. Ask a clarifying question when the goal is "
+    "ambiguous and refuse requests that are unsafe or impossible."
+)
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HarnessBudgets(_Config):
+    """Episode limits; a task's own budgets, when stricter, take precedence."""
+
+    max_steps: Annotated[int, Field(ge=1)] = 30
+    max_total_tokens: Annotated[int, Field(ge=1)] = 400_000
+    """Input plus output tokens over all policy calls of the episode."""
+    context_tokens: Annotated[int, Field(ge=256)] = 16_384
+    """Budget of one rendered context; older turns are summarised to fit."""
+    max_invalid_actions: Annotated[int, Field(ge=0)] = 3
+    """Unparseable or schema-invalid outputs tolerated before the episode ends with ``error``."""
+    max_subagent_depth: Annotated[int, Field(ge=0)] = 1
+    max_output_chars: Annotated[int, Field(ge=1)] = 65_536
+    """Longer model outputs are rejected with ``parse_error`` before any JSON parsing."""
+    turn_chars: Annotated[int, Field(ge=64)] = 4000
+    """Each history turn (model output or observation) is clipped to this many characters."""
+
+
+class MemoryPolicy(_Config):
+    """How the harness uses the user's memory."""
+
+    enabled: bool = True
+    retrieve_top_k: Annotated[int, Field(ge=0, le=50)] = 5
+    """Memories retrieved with the goal as query and pinned into the context."""
+    seed_from_task: bool = True
+    consolidate_on_end: bool = False
+    near_duplicate_threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.85
+
+
+class HarnessConfig(_Config):
+    """One harness version. ``digest()`` names its content; the registry stores ``model_dump_json()``."""
+
+    name: str = "default"
+    instructions: str = DEFAULT_INSTRUCTIONS
+    skill_library_version: str | None = None
+    """The library digest this config was tuned with; ``None`` accepts any library."""
+    memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
+    budgets: HarnessBudgets = Field(default_factory=HarnessBudgets)
+
+    def digest(self) -> str:
+        """``sha256:<hex>`` of the canonical JSON form."""
+        return "sha256:" + hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+    @classmethod
+    def load(cls, path: Path) -> HarnessConfig:
+        """Read a config written with ``model_dump_json()``."""
+        return cls.model_validate_json(path.read_bytes())

@@ -1,0 +1,44 @@
+"""Chat messages, their canonical text rendering and their blob encoding (what ContextBuilt points at)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+Role = Literal["system", "user", "assistant"]
+CONTEXT_MEDIA_TYPE = "application/vnd.flywheel.context+json"
+
+
+class ChatMessage(BaseModel):
+    """One chat turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: str
+
+
+_MESSAGES = TypeAdapter(list[ChatMessage])
+
+
+def render_message(message: ChatMessage) -> str:
+    """ChatML text of one message; ``render_messages`` is the concatenation of these."""
+    return f"<|im_start|>{message.role}\n{message.content}<|im_end|>\n"
+
+
+def render_messages(messages: Sequence[ChatMessage]) -> str:
+    """The exact text a completion model sees (ChatML): the learner re-renders training examples with it."""
+    return "".join(render_message(m) for m in messages)
+
+
+def encode_context(messages: Sequence[ChatMessage]) -> bytes:
+    """Canonical JSON bytes of the messages: the blob recorded for each context."""
+    return orjson.dumps({"format": "chatml", "messages": [m.model_dump() for m in messages]})
+
+
+def decode_context(data: bytes) -> list[ChatMessage]:
+    """Inverse of ``encode_context``."""
+    return _MESSAGES.validate_python(orjson.loads(data)["messages"])

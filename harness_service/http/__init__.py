@@ -1,0 +1,1 @@
+"""The harness HTTP service: run an episode per request and stream its events as NDJSON."""

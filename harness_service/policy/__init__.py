@@ -1,0 +1,1 @@
+"""Policy inference behind one interface: scripted replay, OpenAI-compatible HTTP, vLLM offline, transformers."""

@@ -1,0 +1,1 @@
+"""The skill library: markdown playbooks with front matter, offered by the tools they apply to."""

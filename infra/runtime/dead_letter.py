@@ -1,0 +1,49 @@
+"""Turn a record a consumer gave up on into a DeadLettered event, its bytes kept in the blob store."""
+
+from __future__ import annotations
+
+import orjson
+
+from bus_schemas.envelope import Producer
+from bus_schemas.events import DeadLettered
+from infra.blobs.port import BlobStore
+from infra.bus.records import Record
+
+
+def dead_letter(
+    record: Record,
+    *,
+    error: BaseException,
+    attempts: int,
+    group: str,
+    producer: Producer,
+    blobs: BlobStore,
+) -> DeadLettered:
+    """The payload blob is written first, so the dead letter never points at a missing blob."""
+    payload = blobs.put(record.value, "application/octet-stream")
+    event_type = event_id = None
+    run_id = "unknown"
+    try:
+        head = orjson.loads(record.value)
+        if isinstance(head, dict):
+            event_type = head.get("event_type") if isinstance(head.get("event_type"), str) else None
+            event_id = head.get("event_id") if isinstance(head.get("event_id"), str) else None
+            run_id = head.get("run_id") if isinstance(head.get("run_id"), str) and head.get("run_id") else run_id
+    except orjson.JSONDecodeError:
+        pass
+    return DeadLettered(
+        producer=producer,
+        run_id=run_id[:128],
+        causation_id=None,
+        original_topic=record.topic,
+        original_partition=record.partition,
+        original_offset=record.offset,
+        original_key=(record.key or b"").decode("utf-8", "replace")[:1024],
+        original_event_type=(event_type or None) and event_type[:128],
+        original_event_id=(event_id or None) and event_id[:128],
+        consumer_group=group,
+        error_type=type(error).__name__,
+        error=str(error)[:4000] or type(error).__name__,
+        attempts=attempts,
+        payload=payload,
+    )

@@ -1,0 +1,28 @@
+"""What a consumer is: a name (= its consumer group), the topics and event types it reacts to, a handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bus_schemas.envelope import Event
+
+Handler = Callable[[Event, Any], Sequence[Event]]
+"""A plain function of (event, ports) returning the events to publish; it must not publish itself."""
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    name: str
+    topics: tuple[str, ...]
+    handle: Handler
+    event_types: frozenset[str] = field(default_factory=frozenset)  # empty = every event on the topics
+    version: str = "0.1.0"
+
+    @property
+    def group(self) -> str:
+        return f"flywheel.{self.name}"
+
+    def accepts(self, event: Event) -> bool:
+        return not self.event_types or event.event_type in self.event_types

@@ -1,0 +1,130 @@
+"""Context construction: deterministic rendering, budgets, summaries of dropped turns, blob round trip."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness_fakes import NOTE_TOOLS
+from harness_service.context.builder import ContextBuilder, ContextInputs
+from harness_service.context.history import HistoryTurn
+from harness_service.context.messages import ChatMessage, decode_context, encode_context, render_messages
+from harness_service.context.sections import compact_schema
+from harness_service.context.tokens import ApproxTokenCounter
+from harness_service.memory.records import MemoryRecord
+from harness_service.skills.skill import Skill
+from producers.backends.base import Observation
+
+pytestmark = pytest.mark.unit
+
+SKILL = Skill(name="note-taking", tools=["notes.*"], when_to_use="When asked to remember.", body="1. Add the note.")
+
+
+def inputs(turns: int = 0, output_chars: int = 40) -> ContextInputs:
+    history = [
+        HistoryTurn(step=i, output="x" * output_chars + f" step {i}", feedback='{"ok":true}', summary=f"call {i} -> ok")
+        for i in range(1, turns + 1)
+    ]
+    return ContextInputs(
+        instructions="Be helpful.",
+        goal="Add a note.",
+        tools=list(reversed(NOTE_TOOLS)),
+        offered_skills=[SKILL],
+        memories=[MemoryRecord(id=1, content="The user likes short notes.", tags=["style"])],
+        first_observation=Observation(result={"goal": "Add a note."}),
+        history=history,
+    )
+
+
+def test_same_inputs_render_byte_identical_text() -> None:
+    first = ContextBuilder(budget_tokens=4096).build(inputs(5))
+    second = ContextBuilder(budget_tokens=4096).build(inputs(5))
+    assert first.text.encode() == second.text.encode()
+    assert first.text == render_messages(first.messages)
+    assert first.tokens == ApproxTokenCounter().count(first.text)
+
+
+def test_system_message_lists_tools_sorted_skills_and_memories() -> None:
+    built = ContextBuilder(budget_tokens=4096).build(inputs())
+    system, task = built.messages[0].content, built.messages[1].content
+    assert system.index("## notes.add (writes)") < system.index("## notes.search (read-only)")
+    assert "- note-taking: When asked to remember." in system
+    assert "The user likes short notes. [style]" in task
+    assert '<action>{"kind": "finish"' in system
+
+
+def test_old_turns_are_summarised_to_fit_the_budget() -> None:
+    full = ContextBuilder(budget_tokens=100_000).build(inputs(30, output_chars=400))
+    assert full.summarised_turns == 0
+    budget = full.tokens // 2
+    cut = ContextBuilder(budget_tokens=budget).build(inputs(30, output_chars=400))
+    assert cut.tokens <= budget
+    assert 0 < cut.summarised_turns < 30
+    summary = cut.messages[2].content
+    assert summary.startswith("# Earlier steps (summarised)") and "- step 1: call 1 -> ok" in summary
+    assert cut.messages[-2].content.endswith("step 30")  # the newest turn is always kept first
+
+
+def test_fixed_part_larger_than_budget_is_flagged_not_cut() -> None:
+    built = ContextBuilder(budget_tokens=256).build(inputs(3))
+    assert built.over_budget and built.tokens > 256
+    assert built.summarised_turns == 3
+
+
+def test_long_turns_are_clipped_deterministically() -> None:
+    built = ContextBuilder(budget_tokens=1_000_000, turn_chars=100).build(inputs(1, output_chars=1_000_000))
+    assistant = built.messages[-2].content
+    assert len(assistant) < 200 and assistant.endswith("more chars clipped]")
+
+
+def test_context_blob_round_trips_to_the_same_text() -> None:
+    built = ContextBuilder(budget_tokens=4096).build(inputs(2))
+    assert render_messages(decode_context(encode_context(built.messages))) == built.text
+
+
+def test_render_uses_chatml() -> None:
+    text = render_messages([ChatMessage(role="user", content="hi")])
+    assert text == "<|im_start|>user\nhi<|im_end|>\n"
+
+
+def test_tool_schemas_lose_titles_but_keep_property_names_and_examples() -> None:
+    schema = {
+        "title": "NewEvent",
+        "type": "object",
+        "properties": {
+            "title": {"title": "Title", "type": "string"},
+            "at": {"anyOf": [{"title": "X", "type": "string"}]},
+        },
+        "examples": [{"title": "Coffee"}],
+    }
+    assert compact_schema(schema) == {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "at": {"anyOf": [{"type": "string"}]}},
+        "examples": [{"title": "Coffee"}],
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    turns=st.lists(st.tuples(st.text(max_size=300), st.text(max_size=300)), max_size=25),
+    budget=st.integers(min_value=900, max_value=6000),
+)
+def test_any_history_fits_the_budget_whenever_the_fixed_part_does(turns: list[tuple[str, str]], budget: int) -> None:
+    history = [HistoryTurn(i + 1, out, feedback, f"turn {i + 1}") for i, (out, feedback) in enumerate(turns)]
+    base = inputs()
+    fixed = ContextBuilder(budget_tokens=budget).build(base).tokens
+    built = ContextBuilder(budget_tokens=budget).build(ContextInputs(**{**base.__dict__, "history": history}))
+    again = ContextBuilder(budget_tokens=budget).build(ContextInputs(**{**base.__dict__, "history": history}))
+    assert built.text == again.text
+    assert built.over_budget == (built.tokens > budget)
+    if fixed <= budget:  # the summary shrinks to one line, or goes, so only the fixed part can overflow
+        assert built.tokens <= budget
+
+
+def test_the_summary_collapses_to_one_line_when_its_lines_do_not_fit() -> None:
+    many = inputs(30, output_chars=400)
+    fixed = ContextBuilder(budget_tokens=100_000).build(inputs()).tokens
+    built = ContextBuilder(budget_tokens=fixed + 40).build(many)
+    assert built.summarised_turns == 30 and built.tokens <= fixed + 40
+    assert built.messages[2].content.endswith("Steps 1-30 omitted to fit the context.")
