@@ -1,6 +1,6 @@
 """The one place where adapters are chosen: a URL per port, from flags, env (FLYWHEEL_*) or flywheel.toml.
 
-    bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10]
+    bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10&max_bytes=N]
               (either with ?namespace=NAME to prefix every topic and consumer group)
     blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///path/dir
     registry  http(s)://mlflow-host:port       | sqlite:///path/mlflow.db
@@ -70,6 +70,7 @@ def _open_bus(url: str, settings: Settings) -> Bus:
             _local_path(url, "sqlite"),
             default_partitions=int(query.get("partitions", 3)),
             session_timeout_s=float(query.get("session_timeout_s", 10.0)),
+            max_bytes=int(query["max_bytes"]) if "max_bytes" in query else None,
         )
     raise _reject("bus", url)
 
@@ -83,7 +84,9 @@ def open_blob_store(url: str, settings: Settings | None = None) -> BlobStore:
         endpoint = query.get("endpoint")
         if not endpoint or not parts.netloc:
             raise UnsupportedURL(f"S3 blob URL {url!r} needs a bucket and ?endpoint=host:port")
-        return S3BlobStore(
+        from infra.blobs.retrying import RetryingBlobStore
+
+        store = S3BlobStore(
             endpoint,
             parts.netloc,
             access_key=settings.s3_access_key,
@@ -92,6 +95,7 @@ def open_blob_store(url: str, settings: Settings | None = None) -> BlobStore:
             region=settings.s3_region,
             connect_timeout_s=settings.connect_timeout_s,
         )
+        return RetryingBlobStore(store, retry_for_s=settings.outage_retry_s)
     if url.startswith("file:///"):
         from infra.blobs.filesystem import FileBlobStore
 
@@ -103,8 +107,11 @@ def open_registry(url: str, settings: Settings | None = None) -> Registry:
     settings = settings or Settings()
     if url.startswith(("http://", "https://")):
         from infra.registry.mlflow_registry import MlflowRegistry
+        from infra.registry.retrying import RetryingRegistry
 
-        return MlflowRegistry(url, connect_timeout_s=settings.connect_timeout_s)
+        return RetryingRegistry(
+            MlflowRegistry(url, connect_timeout_s=settings.connect_timeout_s), retry_for_s=settings.outage_retry_s
+        )
     if url.startswith("sqlite:///"):
         from infra.registry.mlflow_registry import MlflowRegistry
 

@@ -77,6 +77,8 @@ class Settings(BaseSettings):
     s3_region: str = "us-east-1"
     # How long a client waits for a server before failing with an error naming its URL.
     connect_timeout_s: float = 10.0
+    # How long writers wait out an S3 store or MLflow outage (retrying with backoff) before failing.
+    outage_retry_s: float = 120.0
     # Events larger than this are rejected by the codec; put large payloads in the blob store.
     max_inline_payload_bytes: int = 64 * 1024
     stack: StackSettings = Field(default_factory=StackSettings)

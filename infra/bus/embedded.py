@@ -72,6 +72,7 @@ class EmbeddedBus:
         default_partitions: int = 3,
         session_timeout_s: float = 10.0,
         busy_timeout_s: float = 30.0,
+        max_bytes: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
@@ -88,6 +89,9 @@ class EmbeddedBus:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            if max_bytes is not None:  # a quota: past it, writes fail like a full disk, atomically
+                page = self._conn.execute("PRAGMA page_size").fetchone()[0]
+                self._conn.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // page)}")
         except (sqlite3.Error, OSError) as exc:
             raise BusUnavailable(f"cannot open the embedded bus at {self.url}: {exc}") from exc
 
@@ -105,7 +109,8 @@ class EmbeddedBus:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
+                    self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise BusWriteError(f"write to the embedded bus at {self.url} failed: {exc}") from exc
                 raise

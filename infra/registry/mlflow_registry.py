@@ -31,6 +31,8 @@ class MlflowRegistry:
         self.artifact_root = artifact_root
         if tracking_uri.startswith(("http://", "https://")):
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(max(30, connect_timeout_s))))
+            # Outages are retried (and logged) by RetryingRegistry; MLflow's own silent retries would hide them.
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
             _ping(tracking_uri, connect_timeout_s)
         elif tracking_uri.startswith("sqlite:///"):
             Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)

@@ -19,51 +19,15 @@ from typer.testing import CliRunner
 from infra.config import StackSettings
 from infra.stack import ServiceUnreachable, Stack, StackError
 from infra.stack.process import PidRecord, start_ticks
+from stack_support import ports_free, private_stack_settings
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_CACHE = Path(os.environ.get("FLYWHEEL_STACK_CACHE_DIR") or REPO / ".stack" / "cache")
-
-
-def _ports_free(ports: list[int]) -> bool:
-    for port in ports:
-        with socket.socket() as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "taken"
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-    return True
-
-
-def _free_base(offsets: list[int], lo: int, hi: int) -> int:
-    """A base port B such that every B+offset is free (scanned from a pid-dependent start)."""
-    span = hi - lo
-    start = lo + (os.getpid() * 37) % span
-    for i in range(0, span, 11):
-        base = lo + (start - lo + i) % span
-        if _ports_free([base + o for o in offsets]):
-            return base
-    raise RuntimeError("no free ports")
 
 
 def _settings(tmp_path: Path, **extra) -> StackSettings:
-    s3 = _free_base([*range(0, 9), 10008], 31000, 38000)
-    kafka = _free_base([0, 1], 41000, 45000)
-    mlflow = _free_base([0], 45000, 48000)
-    values = dict(
-        dir=tmp_path / "stack",
-        kafka_port=kafka,
-        kafka_controller_port=kafka + 1,
-        s3_port=s3,
-        mlflow_port=mlflow,
-        ready_timeout_s=90.0,
-        stop_grace_s=10.0,
-        cache_dir=SHARED_CACHE,
-    )
-    values.update(extra)
-    return StackSettings(**values)
+    return private_stack_settings(tmp_path, **extra)
 
 
 def _env(settings: StackSettings) -> dict[str, str]:
@@ -130,9 +94,9 @@ def test_second_up_is_a_noop_and_down_stops_exactly_our_processes(stack: Stack) 
         assert [s.state for s in stack.status()] == ["stopped", "stopped", "stopped"]
         s3 = stack.services["s3"]
         deadline = time.monotonic() + 10
-        while not _ports_free(s3.ports()) and time.monotonic() < deadline:
+        while not ports_free(s3.ports()) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _ports_free(s3.ports())
+        assert ports_free(s3.ports())
     finally:
         bystander.kill()
         bystander.wait()

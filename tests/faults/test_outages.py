@@ -1,0 +1,131 @@
+"""Outages of the real servers mid-run: nothing is lost, nothing points at a missing blob, waits are logged."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from infra.bootstrap import open_blob_store, open_bus, open_registry
+from infra.bus.errors import BusWriteError
+from infra.bus.records import OutgoingRecord, TopicLayout
+from infra.config import Settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+
+def _client_settings(stack) -> Settings:
+    s = stack.settings
+    return Settings(s3_access_key=s.s3_access_key, s3_secret_key=s.s3_secret_key, outage_retry_s=120.0)
+
+
+def test_kafka_broker_restart_loses_nothing(private_stack):
+    stack = private_stack(["kafka"])
+    url = f"kafka://{stack.settings.host}:{stack.settings.kafka_port}?session_timeout_s=6"
+    bus = open_bus(url, _client_settings(stack))
+    bus.create_topics([TopicLayout("events", 3)])
+    acknowledged: set[str] = set()
+    retried = 0
+    stop = threading.Event()
+
+    def produce() -> None:
+        nonlocal retried
+        for batch in range(60):
+            ids = [f"{batch}-{i}" for i in range(50)]
+            records = [OutgoingRecord("events", i.encode(), key=i.encode()) for i in ids]
+            while True:
+                try:
+                    bus.publish_many(records)
+                    break
+                except BusWriteError:  # the producer gave up on this batch during the outage: send it again
+                    retried += 1
+                    time.sleep(0.5)
+            acknowledged.update(ids)
+            time.sleep(0.05)
+        stop.set()
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    time.sleep(1.0)
+    stack.down(["kafka"])
+    time.sleep(2.0)
+    stack.up(["kafka"])
+    producer.join(timeout=300)
+    assert stop.is_set(), "the producer never finished after the broker came back"
+
+    consumer = bus.consumer("after-restart", ["events"])
+    seen: list[str] = []
+    deadline = time.monotonic() + 120
+    while len(set(seen)) < len(acknowledged) and time.monotonic() < deadline:
+        batch = consumer.poll(max_records=1000, timeout_s=1.0)
+        seen.extend(r.value.decode() for r in batch)
+        consumer.commit(batch)
+    consumer.close()
+    bus.close()
+    lost = acknowledged - set(seen)
+    print(f"\nbroker restart: acknowledged={len(acknowledged)} consumed={len(seen)} "
+          f"unique={len(set(seen))} lost={len(lost)} duplicates={len(seen) - len(set(seen))} batch_retries={retried}")
+    assert len(acknowledged) == 3000
+    assert not lost
+
+
+def test_s3_outage_blocks_writers_until_the_store_is_back(private_stack, tmp_path, caplog):
+    stack = private_stack(["s3"])
+    settings = _client_settings(stack)
+    blobs = open_blob_store(f"s3://flywheel-blobs?endpoint={stack.settings.host}:{stack.settings.s3_port}", settings)
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
+    published: list[tuple[str, float]] = []
+
+    def write_episode_steps() -> None:
+        for step in range(40):
+            ref = blobs.put(f"context of step {step}".encode(), "text/plain")  # blob first ...
+            bus.publish(OutgoingRecord("episodes", ref.sha256.encode(), key=b"episode-1"))  # ... then the event
+            published.append((ref.sha256, time.monotonic()))
+            time.sleep(0.25)
+
+    caplog.set_level(logging.WARNING, logger="flywheel.blobs")
+    writer = threading.Thread(target=write_episode_steps)
+    writer.start()
+    time.sleep(2.0)
+    stack.down(["s3"])
+    down_at = time.monotonic()
+    time.sleep(30.0)
+    stack.up(["s3"])
+    up_at = time.monotonic()
+    writer.join(timeout=180)
+
+    assert len(published) == 40, "every step landed after the store came back"
+    during = [sha for sha, t in published if down_at + 2.0 < t < up_at - 1.0]
+    assert not during, f"events were published while their blobs could not be stored: {during}"
+    events = [r.value.decode() for r in bus.replay("episodes")]
+    assert events == [sha for sha, _ in published]
+    missing = [sha for sha in events if not blobs.exists(sha)]
+    assert not missing
+    assert any("unavailable" in rec.getMessage() and "retrying" in rec.getMessage() for rec in caplog.records)
+
+
+def test_mlflow_outage_waits_for_registration_and_reports_it(private_stack, caplog):
+    stack = private_stack(["mlflow"])
+    registry = open_registry(stack.settings.mlflow_url, _client_settings(stack))
+    run_id = registry.start_run("training", params={"lr": 0.001})
+    registry.log_dict(run_id, {"weights": "tiny"}, "model/config.json")
+    registry.end_run(run_id)  # the training run finished before the outage
+
+    caplog.set_level(logging.WARNING, logger="flywheel.registry")
+    stack.down(["mlflow"])
+    result: dict = {}
+    registration = threading.Thread(
+        target=lambda: result.setdefault("version", registry.register_version("planner", run_id, "model"))
+    )
+    registration.start()
+    time.sleep(8.0)
+    assert registration.is_alive(), "registration must wait for the server, not fail"
+    stack.up(["mlflow"])
+    registration.join(timeout=180)
+
+    assert result["version"].version == "1"
+    assert registry.resolve("planner/1").run_id == run_id
+    waits = [rec.getMessage() for rec in caplog.records if "unavailable; waiting to retry register_version" in rec.getMessage()]
+    assert waits and stack.settings.mlflow_url in waits[0]
