@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -29,6 +30,8 @@ MODEL_KINDS = (
 
 _ACTION = TypeAdapter(Action)
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+_JSON = json.JSONDecoder()
+_MAX_TAG_CANDIDATES = 8
 _DETAIL_CHARS = 200
 _MESSAGE_CHARS = 2000
 
@@ -43,8 +46,32 @@ def _short(text: str) -> str:
     return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"
 
 
+def _balanced(text: str) -> str | None:
+    """The last ``<action>`` whose body is one complete JSON object followed by ``</action>``.
+
+    Tag-like text inside a JSON string (a note that quotes ``<action>...</action>``) must not cut the
+    action short, so each opening tag is tried from the last, parsing exactly one JSON value.
+    """
+    start = len(text)
+    for _ in range(_MAX_TAG_CANDIDATES):
+        start = text.rfind(ACTION_OPEN, 0, start)
+        if start < 0:
+            return None
+        body = text[start + len(ACTION_OPEN) :].lstrip()
+        try:
+            value, end = _JSON.raw_decode(body)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and body[end:].lstrip().startswith(ACTION_CLOSE):
+            return body[:end]
+    return None
+
+
 def _extract(text: str) -> tuple[str | None, bool]:
     """The JSON payload of the action and whether it looks truncated (an unclosed ``<action>``)."""
+    balanced = _balanced(text)
+    if balanced is not None:
+        return balanced, False
     start = text.rfind(ACTION_OPEN)
     if start >= 0:
         body = text[start + len(ACTION_OPEN) :]
