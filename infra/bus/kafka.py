@@ -111,7 +111,7 @@ class KafkaBus:
 
     def topics(self) -> dict[str, int]:
         meta = self._admin.describe_topics()
-        return {t["topic"]: len(t["partitions"]) for t in meta if not t["topic"].startswith("__")}
+        return {t["name"]: len(t["partitions"]) for t in meta if not t["name"].startswith("__")}
 
     def partitions(self, topic: str) -> int:
         parts = self._loop.run(self._producer.partitions_for(topic), self.timeout_s + 5)

@@ -170,3 +170,10 @@ def test_headers_and_keys_round_trip(bus, unique):
     assert rec.key == b"k"
     assert rec.headers == (("event_type", b"TaskSpecified"), ("v", b"\x00\x01"))
     assert rec.timestamp_ms > 0
+
+
+def test_created_topics_are_listed_with_their_partitions(bus, unique):
+    topic = _topic(bus, unique, "listed", partitions=5)
+    bus.create_topics([TopicLayout(topic, 2)])  # creating again leaves it as it is
+    assert bus.topics()[topic] == 5
+    assert bus.partitions(topic) == 5
