@@ -88,6 +88,11 @@ class EmbeddedBus:
             )
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoint the WAL every ~40 MB instead of 4 MB: appends are small and frequent, and
+            # each checkpoint copies pages back into the main file (twice the append rate measured).
+            self._conn.execute("PRAGMA wal_autocheckpoint=10000")
+            self._conn.execute("PRAGMA journal_size_limit=67108864")
+            self._conn.execute("PRAGMA mmap_size=268435456")
             self._conn.executescript(_SCHEMA)
             if max_bytes is not None:  # a quota: past it, writes fail like a full disk, atomically
                 page = self._conn.execute("PRAGMA page_size").fetchone()[0]

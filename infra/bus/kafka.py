@@ -306,11 +306,13 @@ class KafkaGroupConsumer:
 
     def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
         batches = self._loop.run(self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records))
-        records = [_to_record(m) for tp in sorted(batches, key=lambda t: (t.topic, t.partition)) for m in batches[tp]]
-        if records:
-            for tp, off in next_offsets(records).items():
-                self._polled[tp] = max(self._polled.get(tp, 0), off)
-        else:
+        records: list[Record] = []
+        for atp in sorted(batches, key=lambda t: (t.topic, t.partition)):
+            messages = batches[atp]
+            records.extend(map(_to_record, messages))
+            tp = TopicPartition(atp.topic, atp.partition)
+            self._polled[tp] = max(self._polled.get(tp, 0), messages[-1].offset + 1)
+        if not records:
             self._loop.run(self._commit_past_markers())
         return records
 
@@ -363,12 +365,7 @@ class KafkaGroupConsumer:
 
 
 def _to_record(msg) -> Record:  # noqa: ANN001 - aiokafka's ConsumerRecord
+    headers = msg.headers
     return Record(
-        topic=msg.topic,
-        partition=msg.partition,
-        offset=msg.offset,
-        key=msg.key,
-        value=msg.value,
-        timestamp_ms=msg.timestamp,
-        headers=tuple((k, v) for k, v in (msg.headers or ())),
+        msg.topic, msg.partition, msg.offset, msg.key, msg.value, msg.timestamp, tuple(headers) if headers else ()
     )

@@ -33,7 +33,7 @@ class NamespacedBus:
         return replace(published, topic=self.local(published.topic))
 
     def _rec(self, record: Record) -> Record:
-        return replace(record, topic=self.local(record.topic))
+        return record._replace(topic=self.local(record.topic))
 
     def create_topics(self, layouts: Sequence[TopicLayout]) -> None:
         self.inner.create_topics([replace(layout, name=self.wire(layout.name)) for layout in layouts])
@@ -79,7 +79,7 @@ class NamespacedConsumer:
         self.group = inner.group
 
     def _wire(self, record: Record) -> Record:
-        return replace(record, topic=self.bus.wire(record.topic))
+        return record._replace(topic=self.bus.wire(record.topic))
 
     def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
         return [self.bus._rec(r) for r in self.inner.poll(max_records, timeout_s)]
