@@ -1,0 +1,119 @@
+"""Derive a run's per-round figures from its events alone, so a replayed log gives the same report."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from bus_schemas.envelope import Event
+from bus_schemas.events import (
+    DevSetEvaluated,
+    EpisodeEnded,
+    EpisodeVerified,
+    FailureDiagnosed,
+    HarnessVersionPublished,
+    ModelVersionRegistered,
+    RoundCompleted,
+    TrajectoryAdmitted,
+    TrajectoryQuarantined,
+    TrajectoryRejected,
+)
+
+CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
+
+
+@dataclass
+class RoundRow:
+    round: int
+    dev_overall: float | None = None
+    dev_per_category: dict[str, float] = field(default_factory=dict)
+    dev_model_version: str | None = None
+    dev_harness_version: str | None = None
+    episodes: int = 0
+    solved: int = 0
+    tokens_per_solved: float | None = None
+    tool_calls_per_solved: float | None = None
+    admitted: int = 0
+    rejected: int = 0
+    quarantined: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    models_registered: list[dict[str, str]] = field(default_factory=list)
+    harness_published: list[dict[str, str]] = field(default_factory=list)
+    wall_time_s: float | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    rounds: list[RoundRow]
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"run_id": self.run_id, "settings": self.settings, "rounds": [asdict(r) for r in self.rounds]}
+
+
+def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, dict[str, float]] | None = None) -> RunReport:
+    """Fold the run's events into one row per round (events without a round are ignored)."""
+    rows: dict[int, RoundRow] = {}
+    ended: dict[str, EpisodeEnded] = {}
+    verified: dict[str, EpisodeVerified] = {}
+    failures: dict[int, Counter[str]] = defaultdict(Counter)
+
+    def row(number: int) -> RoundRow:
+        return rows.setdefault(number, RoundRow(round=number))
+
+    for event in events:
+        if event.run_id != run_id or event.round is None:
+            continue
+        r = row(event.round)
+        if isinstance(event, DevSetEvaluated):
+            r.dev_overall = event.overall
+            r.dev_per_category = {c: s.success_rate for c, s in event.per_category.items()}
+            r.dev_model_version = f"{event.model_name}/{event.model_version}"
+            r.dev_harness_version = event.harness_version
+        elif isinstance(event, EpisodeEnded):
+            ended[event.episode_id] = event
+        elif isinstance(event, EpisodeVerified):
+            verified[event.episode_id] = event
+        elif isinstance(event, TrajectoryAdmitted):
+            r.admitted += 1
+        elif isinstance(event, TrajectoryRejected):
+            r.rejected += 1
+        elif isinstance(event, TrajectoryQuarantined):
+            r.quarantined += 1
+        elif isinstance(event, FailureDiagnosed):
+            failures[event.round][event.attribution] += 1
+        elif isinstance(event, ModelVersionRegistered):
+            r.models_registered.append({
+                "model": f"{event.model_name}/{event.model_version}",
+                "mlflow": event.registry_uri or f"models:/{event.model_name}/{event.model_version}",
+                "training_run_id": event.training_run_id or "",
+                "parent": event.parent_version or "",
+            })
+        elif isinstance(event, HarnessVersionPublished):
+            r.harness_published.append({
+                "harness": event.harness_version,
+                "mlflow": f"models:/{event.harness_version}",
+                "revision_id": event.revision_id or "",
+            })
+        elif isinstance(event, RoundCompleted):
+            r.wall_time_s = event.wall_time_s
+
+    by_round: dict[int, list[tuple[EpisodeEnded, EpisodeVerified | None]]] = defaultdict(list)
+    for episode_id, end in ended.items():
+        if end.round is not None:
+            by_round[end.round].append((end, verified.get(episode_id)))
+    for number, pairs in by_round.items():
+        r = row(number)
+        solved = [end for end, verdict in pairs if verdict is not None and verdict.outcome == "success"]
+        r.episodes, r.solved = len(pairs), len(solved)
+        if solved:
+            r.tokens_per_solved = sum(e.input_tokens + e.output_tokens + e.thinking_tokens for e in solved) / len(solved)
+            r.tool_calls_per_solved = sum(e.tool_calls for e in solved) / len(solved)
+    for number, counts in failures.items():
+        row(number).failures = dict(sorted(counts.items()))
+    for number, stages in (stage_seconds or {}).items():
+        row(number).stage_seconds = dict(stages)
+    return RunReport(run_id=run_id, rounds=[rows[k] for k in sorted(rows)])

@@ -1,0 +1,131 @@
+"""Write a RunReport under ``runs/<run_id>/``: report.json, PNG plots, and report.html that shows them."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+
+from infra.report.model import CATEGORIES, RunReport  # noqa: E402
+
+
+def _plot_dev(report: RunReport, path: Path) -> None:
+    rounds = [r.round for r in report.rounds if r.dev_overall is not None]
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
+    ax.plot(rounds, [r.dev_overall for r in report.rounds if r.dev_overall is not None], "o-", lw=2.5,
+            color="black", label="Overall")
+    for cat in CATEGORIES:
+        ax.plot(rounds, [r.dev_per_category.get(cat, 0.0) for r in report.rounds if r.dev_overall is not None],
+                "o--", lw=1.2, label=cat)
+    ax.set(xlabel="round", ylabel="dev success", ylim=(-0.02, 1.02), title="Dev success per round")
+    ax.set_xticks(rounds)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _plot_cost(report: RunReport, path: Path) -> None:
+    rows = [r for r in report.rounds if r.tokens_per_solved is not None]
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
+    if rows:
+        ax.bar([r.round - 0.2 for r in rows], [r.tokens_per_solved for r in rows], width=0.4, label="tokens / solved")
+        twin = ax.twinx()
+        twin.bar([r.round + 0.2 for r in rows], [r.tool_calls_per_solved for r in rows], width=0.4, color="tab:orange",
+                 label="tool calls / solved")
+        twin.set_ylabel("tool calls per solved task")
+        ax.set_xticks([r.round for r in rows])
+    ax.set(xlabel="round", ylabel="tokens per solved task", title="Cost per solved task")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _plot_curation(report: RunReport, path: Path) -> None:
+    rounds = [r.round for r in report.rounds]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=110)
+    bottom = [0] * len(rounds)
+    for label, values in (("admitted", [r.admitted for r in report.rounds]),
+                          ("rejected", [r.rejected for r in report.rounds]),
+                          ("quarantined", [r.quarantined for r in report.rounds])):
+        left.bar(rounds, values, bottom=bottom, label=label)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    left.set(xlabel="round", ylabel="trajectories", title="Curation decisions")
+    left.set_xticks(rounds)
+    left.legend(fontsize=8)
+    labels = sorted({k for r in report.rounds for k in r.failures})
+    bottom = [0] * len(rounds)
+    for label in labels:
+        values = [r.failures.get(label, 0) for r in report.rounds]
+        right.bar(rounds, values, bottom=bottom, label=label)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    right.set(xlabel="round", ylabel="diagnosed failures", title="Failure attributions")
+    right.set_xticks(rounds)
+    if labels:
+        right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _table(report: RunReport) -> str:
+    head = ("round", "dev Overall", *CATEGORIES, "episodes", "solved", "tokens/solved", "tool calls/solved",
+            "admitted", "rejected", "quarantined", "model", "harness", "wall s")
+    rows = []
+    for r in report.rounds:
+        cells = (
+            r.round,
+            "" if r.dev_overall is None else f"{r.dev_overall:.3f}",
+            *(f"{r.dev_per_category[c]:.3f}" if c in r.dev_per_category else "" for c in CATEGORIES),
+            r.episodes, r.solved,
+            "" if r.tokens_per_solved is None else f"{r.tokens_per_solved:.0f}",
+            "" if r.tool_calls_per_solved is None else f"{r.tool_calls_per_solved:.1f}",
+            r.admitted, r.rejected, r.quarantined,
+            r.dev_model_version or "", r.dev_harness_version or "",
+            "" if r.wall_time_s is None else f"{r.wall_time_s:.0f}",
+        )
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return ("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows)
+            + "</table>")
+
+
+def _versions(report: RunReport) -> str:
+    items = []
+    for r in report.rounds:
+        for m in r.models_registered:
+            items.append(f"<li>round {r.round}: model <code>{html.escape(m['model'])}</code> "
+                         f"({html.escape(m['mlflow'])}, training run {html.escape(m['training_run_id'])})</li>")
+        for h in r.harness_published:
+            items.append(f"<li>round {r.round}: harness <code>{html.escape(h['harness'])}</code> "
+                         f"({html.escape(h['mlflow'])})</li>")
+    return "<ul>" + "".join(items) + "</ul>" if items else "<p>none</p>"
+
+
+def write_report(report: RunReport, out_dir: Path) -> Path:
+    """Write report.json, dev.png, cost.png, curation.png and report.html; returns the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    _plot_dev(report, out_dir / "dev.png")
+    _plot_cost(report, out_dir / "cost.png")
+    _plot_curation(report, out_dir / "curation.png")
+    settings = "".join(f"<li>{html.escape(k)} = <code>{html.escape(v)}</code></li>" for k, v in report.settings.items())
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>planner-flywheel {html.escape(report.run_id)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:100%}}</style></head><body>
+<h1>planner-flywheel run {html.escape(report.run_id)}</h1>
+<ul>{settings}</ul>
+<h2>Per round</h2>{_table(report)}
+<h2>Dev success</h2><img src="dev.png" alt="dev success per round">
+<h2>Cost per solved task</h2><img src="cost.png" alt="tokens and tool calls per solved task">
+<h2>Curation and failures</h2><img src="curation.png" alt="curation decisions and failure attributions">
+<h2>Model and harness versions</h2>{_versions(report)}
+<p>The same numbers are in <a href="report.json">report.json</a>.</p></body></html>"""
+    path = out_dir / "report.html"
+    path.write_text(page)
+    return path

@@ -1,0 +1,68 @@
+"""The round report is folded from events alone and written as JSON, PNG and HTML."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bus_schemas.envelope import new_event_id
+from bus_schemas.events import CategoryScore
+from bus_schemas.examples import build_examples
+from infra.report import build_report, write_report
+
+pytestmark = pytest.mark.unit
+
+EX = build_examples()
+
+
+def _e(kind: str, round_: int, run_id: str = "run-1", **fields):
+    return EX[kind].model_copy(update={"event_id": new_event_id(), "run_id": run_id, "round": round_, **fields})
+
+
+def _dev(round_: int, tool_use: float) -> object:
+    per = {c: CategoryScore(success_rate=tool_use if c == "tool_use" else 0.0, tasks=10)
+           for c in ("tool_use", "memory", "skills", "sub_agent")}
+    return _e("DevSetEvaluated", round_, per_category=per, overall=0.5 * tool_use)
+
+
+def _episode(round_: int, episode: str, success: bool, tokens: int, calls: int) -> list:
+    ended = _e("EpisodeEnded", round_, episode_id=episode, input_tokens=tokens, output_tokens=0,
+               thinking_tokens=0, tool_calls=calls)
+    verdict = EX["EpisodeVerified"] if success else EX["EpisodeVerified"].model_copy(
+        update={"outcome": "failure", "criteria": [c.model_copy(update={"passed": False}) for c in EX["EpisodeVerified"].criteria]})
+    return [ended, verdict.model_copy(update={"event_id": new_event_id(), "run_id": "run-1", "round": round_,
+                                              "episode_id": episode})]
+
+
+def test_rounds_fold_dev_scores_costs_curation_and_failures(tmp_path):
+    events = [
+        _dev(0, 0.0), _dev(1, 0.6),
+        *_episode(0, "e1", False, 900, 9),
+        *_episode(1, "e2", True, 400, 4), *_episode(1, "e3", True, 600, 6), *_episode(1, "e4", False, 50, 1),
+        _e("TrajectoryAdmitted", 1), _e("TrajectoryAdmitted", 1), _e("TrajectoryRejected", 1),
+        _e("TrajectoryQuarantined", 0),
+        _e("FailureDiagnosed", 0, attribution="tool_routing"), _e("FailureDiagnosed", 1, attribution="recovery"),
+        _e("FailureDiagnosed", 1, attribution="recovery"),
+        _e("ModelVersionRegistered", 1, model_version="2"),
+        _e("DevSetEvaluated", 5, run_id="another-run"),
+    ]
+    report = build_report("run-1", events, stage_seconds={1: {"training": 12.5}})
+    zero, one = report.rounds
+    assert [r.round for r in report.rounds] == [0, 1]
+    assert (zero.dev_overall, one.dev_overall) == (0.0, 0.3)
+    assert one.dev_per_category["tool_use"] == 0.6
+    assert (one.episodes, one.solved) == (3, 2)
+    assert one.tokens_per_solved == 500 and one.tool_calls_per_solved == 5
+    assert zero.tokens_per_solved is None
+    assert (one.admitted, one.rejected, one.quarantined, zero.quarantined) == (2, 1, 0, 1)
+    assert one.failures == {"recovery": 2} and zero.failures == {"tool_routing": 1}
+    assert one.models_registered[0]["model"].endswith("/2")
+    assert one.stage_seconds == {"training": 12.5}
+
+    html_path = write_report(report, tmp_path / "runs" / "run-1")
+    out = html_path.parent
+    assert json.loads((out / "report.json").read_text())["rounds"][1]["dev_overall"] == 0.3
+    for png in ("dev.png", "cost.png", "curation.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png in html_path.read_text()
