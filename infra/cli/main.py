@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from infra.cli import run, sandbox, schemas, serve, stack
+from infra.cli import audit, consume, review, run, sandbox, schemas, serve, stack, status
 
 app = typer.Typer(
     name="flywheel",
@@ -18,6 +18,12 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.command("run")(run.run)
+app.command("consume")(consume.consume)
+app.command("status")(status.status)
+app.command("replay")(audit.replay)
+app.add_typer(audit.episode_app, name="episode")
+app.add_typer(audit.export_app, name="export")
+app.add_typer(review.app, name="review")
 app.add_typer(stack.app, name="stack")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(sandbox.app, name="sandbox")

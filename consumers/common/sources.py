@@ -1,0 +1,70 @@
+"""Read access to the log for a consumer: tasks, episodes and evidence, each through a :class:`LogIndex`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import orjson
+
+from bus_schemas.envelope import Event
+from bus_schemas.events import EpisodeEnded, TaskSpecified
+from bus_schemas.topics import TOPIC_EPISODES, TOPIC_TASKS
+from consumers.common.episode import EpisodeRecord, ended_in, rebuild_episode
+from consumers.common.log_index import LogIndex
+from infra.bootstrap import Ports
+from producers.backends.base import Evidence
+
+
+class MissingInput(LookupError):
+    """An event refers to something the log does not hold (yet): retried, then dead-lettered."""
+
+
+def _episode_key(event: Event) -> str | None:
+    return event.episode_id
+
+
+class Sources:
+    """Lazily built indexes over the topics a consumer reads besides its own input."""
+
+    def __init__(self, ports: Ports) -> None:
+        self.ports = ports
+
+    @cached_property
+    def tasks(self) -> LogIndex:
+        return LogIndex(self.ports.bus, TOPIC_TASKS, lambda e: e.task_id if isinstance(e, TaskSpecified) else None)
+
+    @cached_property
+    def episodes(self) -> LogIndex:
+        return LogIndex(self.ports.bus, TOPIC_EPISODES, _episode_key)
+
+    def task(self, task_id: str) -> TaskSpecified:
+        """The first TaskSpecified of ``task_id`` (tasks are immutable: a later one with the same id is ignored)."""
+        found = self.tasks.lookup(task_id, bool)
+        if not found:
+            raise MissingInput(f"no TaskSpecified for task {task_id!r} on topic {TOPIC_TASKS!r}")
+        task = found[0]
+        assert isinstance(task, TaskSpecified)
+        return task
+
+    def episode(self, ended: EpisodeEnded) -> EpisodeRecord:
+        events = self.episodes.lookup(ended.episode_id, lambda evs: ended_in(evs, ended.event_id))
+        if not ended_in(events, ended.event_id):
+            raise MissingInput(f"episode {ended.episode_id!r} has no EpisodeEnded {ended.event_id} on the log")
+        return rebuild_episode(events, ended)
+
+    def episode_by_id(self, episode_id: str) -> EpisodeRecord:
+        """The episode ending with its last EpisodeEnded (for consumers that react to verdicts)."""
+        events = self.episodes.lookup(episode_id, lambda evs: any(isinstance(e, EpisodeEnded) for e in evs))
+        ends = [e for e in events if isinstance(e, EpisodeEnded)]
+        if not ends:
+            raise MissingInput(f"episode {episode_id!r} has not ended on topic {TOPIC_EPISODES!r}")
+        return rebuild_episode(events, ends[0])
+
+    def evidence(self, ended: EpisodeEnded) -> Evidence | None:
+        """The backend's evidence (the harness stores it as the final_state blob); None when there is none."""
+        if ended.final_state is None:
+            return None
+        data = orjson.loads(self.ports.blobs.get(ended.final_state))  # content-addressed, so the bytes are the harness's
+        if not isinstance(data, dict) or not {"backend", "initial_state", "final_state"} <= data.keys() or data.keys() - Evidence.model_fields.keys():
+            raise ValueError(f"blob {ended.final_state.sha256[:12]} is not backend evidence")
+        return Evidence.model_construct(**data)  # plain JSON already: skip re-validating every state value

@@ -1,0 +1,59 @@
+"""Why a trajectory is malformed or needs a human: small checks over the rebuilt episode and its verdict."""
+
+from __future__ import annotations
+
+import re
+
+from bus_schemas.events import AnswerCriterion, EpisodeVerified, StateCriterion, TaskSpecified
+from consumers.common.episode import EpisodeRecord
+
+SAFETY_CODES = {"permission_denied", "needs_confirmation"}
+
+
+def malformed(task: TaskSpecified, episode: EpisodeRecord) -> list[str]:
+    """Schema inconsistencies, truncation, or a finish claim the observations do not support."""
+    reasons = []
+    if episode.started is None:
+        reasons.append("truncated: no EpisodeStarted before EpisodeEnded")
+    if [s.action.step for s in episode.steps] != list(range(len(episode.steps))):
+        reasons.append("inconsistent: action steps are not 0..n-1")
+    if any(s.observation is None for s in episode.steps if s.call is not None):
+        reasons.append("truncated: a tool call has no observation")
+    if episode.ended.steps != len(episode.steps):
+        reasons.append(f"inconsistent: EpisodeEnded.steps={episode.ended.steps} but {len(episode.steps)} actions")
+    if episode.ended.reason in ("abandoned", "error"):
+        reasons.append(f"truncated: episode {episode.ended.reason}")
+    if episode.finish is not None and not _claim_supported(task, episode):
+        reasons.append("finish claim not supported by the observations")
+    return reasons
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _claim_supported(task: TaskSpecified, episode: EpisodeRecord) -> bool:
+    """State tasks need an observed state change; answers must be grounded in what was observed."""
+    observed = " ".join(str(o.result) for o in episode.observations if o.error is None)
+    if any(isinstance(c, StateCriterion) for c in task.criteria) and not any(o.changes for o in episode.observations):
+        return False
+    answer = episode.finish.answer if episode.finish else ""
+    if answer.strip() and any(isinstance(c, AnswerCriterion) for c in task.criteria):
+        said = {w for w in _words(answer) if not w.isdigit()}  # counts and sums are computed, not observed
+        return 2 * len(said & (_words(observed) | _words(task.goal))) >= len(said)  # most of it was seen
+    return True
+
+
+def review_reasons(episode: EpisodeRecord, verdict: EpisodeVerified) -> list[str]:
+    """Low confidence, conflicting signals, safety-sensitive actions, or a flagged simulated episode."""
+    reasons = []
+    trust = episode.started.trust_level if episode.started else "exact"
+    if trust == "device":
+        reasons.append("low confidence: device verdicts are approximate")
+    if verdict.outcome == "success" and episode.ended.reason != "finished":
+        reasons.append(f"conflicting: verified success but the episode ended with {episode.ended.reason!r}")
+    if any(o.error and o.error.code in SAFETY_CODES or "destructive" in o.flags for o in episode.observations):
+        reasons.append("safety-sensitive: a destructive or permission-gated action")
+    if trust == "simulated" and any(o.flags for o in episode.observations):
+        reasons.append("simulated backend with flagged observations")
+    return reasons

@@ -1,0 +1,28 @@
+"""Name -> consumer, for ``flywheel consume NAME``: each builder returns a fresh ConsumerSpec for one process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from consumers.curator.spec import build as curator
+from consumers.diagnoser.spec import build as diagnoser
+from consumers.reweighter.spec import build as reweighter
+from consumers.round_controller.spec import build as round_controller
+from consumers.task_constructor.spec import build as task_constructor
+from consumers.verifier.spec import build as verifier
+from infra.runtime import ConsumerSpec
+
+CONSUMERS: dict[str, Callable[[], ConsumerSpec]] = {
+    "verifier": verifier,
+    "curator": curator,
+    "diagnoser": diagnoser,
+    "reweighter": reweighter,
+    "task_constructor": task_constructor,
+    "round_controller": round_controller,
+}
+
+
+def build(name: str) -> ConsumerSpec:
+    if name not in CONSUMERS:
+        raise KeyError(f"no consumer named {name!r}; known: {', '.join(CONSUMERS)}")
+    return CONSUMERS[name]()

@@ -1,0 +1,1 @@
+"""The human review gate: pending reviews are ReviewRequested events without a ReviewDecided after them."""

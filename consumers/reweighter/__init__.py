@@ -1,0 +1,1 @@
+"""The sampler-reweighter: turns competence and diagnoses into the next round's sampling plan."""

@@ -1,0 +1,94 @@
+"""Pure planning for round ``r`` from everything judged before it: weights, repair sets, task requests.
+
+Mastered tasks are down-weighted except a fixed preservation slice (so old skills keep being rehearsed),
+unstable tasks are up-weighted by their variance, diagnosed failures form repair sets (task and tag
+boosts), and a capability whose dev score is low while its train pool is small gets new tasks requested.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+
+from bus_schemas.envelope import Event, Producer, correlate
+from bus_schemas.events import (
+    DevSetEvaluated,
+    EpisodeVerified,
+    FailureDiagnosed,
+    RoundStarted,
+    SamplingPlanUpdated,
+    TaskGenerationRequested,
+    TaskSpecified,
+)
+from consumers.reweighter.competence import competence_by_task
+
+VERSION = "0.1.0"
+LABEL_TO_TAG = {
+    "tool_routing": "tool_routing", "argument_grounding": "argument_grounding", "state_tracking": "state_tracking",
+    "recovery": "recovery", "premature_termination": "verified_completion", "hallucinated_completion": "verified_completion",
+}
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """Knobs of the plan; defaults suit the sandbox suite."""
+
+    mastered_at: float = 0.9  # success rate over >= min_attempts that counts as mastered
+    min_attempts: int = 3
+    mastered_weight: float = 0.2
+    preserve_one_in: int = 5  # every 5th mastered task (by id hash) keeps full weight
+    repair_boost: float = 1.5
+    low_dev_score: float = 0.5
+    min_pool: int = 200  # train tasks per capability below which new ones are requested
+    max_request: int = 50
+
+
+def preserved(task_id: str, one_in: int) -> bool:
+    return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) % one_in == 0
+
+
+def plan(
+    started: RoundStarted, tasks: list[TaskSpecified], verdicts: list[EpisodeVerified],
+    diagnoses: list[FailureDiagnosed], dev: DevSetEvaluated | None, producer: Producer, cfg: PlanConfig = PlanConfig(),
+) -> list[Event]:
+    train = sorted((t for t in tasks if t.split == "train"), key=lambda t: t.task_id)
+    comp = competence_by_task(verdicts)
+    repair = Counter(d.task_id for d in diagnoses)
+    weights: dict[str, float] = {}
+    for task in train:
+        c = comp.get(task.task_id)
+        w = 1.0
+        if c and c.attempts >= cfg.min_attempts and c.success_rate >= cfg.mastered_at:
+            w = 1.0 if preserved(task.task_id, cfg.preserve_one_in) else cfg.mastered_weight
+        elif c:
+            w = 1.0 + 4.0 * c.variance
+        if repair[task.task_id]:
+            w *= cfg.repair_boost
+        weights[task.task_id] = round(w, 6)
+    categories = sorted({t.category for t in train})
+    cat_rate = {
+        cat: [comp[t.task_id].success_rate for t in train if t.category == cat and t.task_id in comp] for cat in categories
+    }
+    category_weights = {cat: round(1.5 - (sum(r) / len(r) if r else 0.5), 6) for cat, r in cat_rate.items()}
+    labels = Counter(LABEL_TO_TAG[d.attribution] for d in diagnoses if d.attribution in LABEL_TO_TAG)
+    total = sum(labels.values())
+    tag_weights = {tag: round(1.0 + n / total, 6) for tag, n in sorted(labels.items())} if total else {}
+    plan_id = f"{started.run_id}/round-{started.round}"
+    out: list[Event] = [SamplingPlanUpdated(
+        producer=producer, **correlate(started), plan_id=plan_id, category_weights=category_weights,
+        tag_weights=tag_weights, task_weights=weights, reweighter_version=VERSION,
+        rationale=f"{len(comp)} tasks attempted, {sum(1 for w in weights.values() if w < 1)} down-weighted as mastered, "
+        f"{len(repair)} in repair sets, from {len(verdicts)} verdicts before round {started.round}",
+    )]
+    for cat in categories if dev else []:
+        score = dev.per_category.get(cat)
+        pool = sum(1 for t in train if t.category == cat)
+        if score is not None and score.success_rate < cfg.low_dev_score and pool < cfg.min_pool:
+            failed = sorted({v.task_id for v in verdicts if v.outcome == "failure" and v.task_id in weights} & {t.task_id for t in train if t.category == cat})
+            out.append(TaskGenerationRequested(
+                producer=producer, **correlate(started), request_id=f"{plan_id}/{cat}", capability=cat,
+                count=min(cfg.max_request, cfg.min_pool - pool), seed_task_ids=failed[:5],
+                rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks",
+            ))
+    return out

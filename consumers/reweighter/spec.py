@@ -1,0 +1,54 @@
+"""Wiring: RoundStarted(r) -> read tasks, verdicts, diagnoses, dev scores of rounds before r -> the plan for r.
+
+Only events of earlier rounds count, and round r starts after round r-1 completed, so a replay sees the
+same inputs and publishes the same plan.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from bus_schemas.envelope import Event, Producer
+from bus_schemas.events import DevSetEvaluated, EpisodeVerified, FailureDiagnosed, RoundStarted, TaskSpecified
+from bus_schemas.topics import TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS
+from consumers.common.log_index import LogIndex
+from consumers.reweighter.handler import VERSION, PlanConfig, plan
+from infra.bootstrap import Ports
+from infra.runtime import ConsumerSpec
+
+NAME = "reweighter"
+PRODUCER = Producer(service=NAME, version=VERSION)
+
+
+def _by_run(event: Event) -> str:
+    return event.run_id
+
+
+class Reweighter:
+    def __init__(self, config: PlanConfig = PlanConfig()) -> None:
+        self.config = config
+        self.ports: Ports | None = None
+
+    @cached_property
+    def indexes(self) -> dict[str, LogIndex]:
+        assert self.ports is not None
+        return {t: LogIndex(self.ports.bus, t, _by_run) for t in (TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_DIAGNOSES, TOPIC_MODELS)}
+
+    def _before(self, topic: str, kind: type, started: RoundStarted) -> list:
+        index = self.indexes[topic]
+        index.catch_up()
+        return [e for e in index.get(started.run_id) if isinstance(e, kind) and (e.round is None or e.round < started.round)]
+
+    def handle(self, event: Event, ports: Ports) -> list[Event]:
+        assert isinstance(event, RoundStarted)
+        self.ports = ports
+        tasks = self._before(TOPIC_TASKS, TaskSpecified, event)
+        devs = [d for d in self._before(TOPIC_MODELS, DevSetEvaluated, event) if d.split == "dev"]
+        dev = max(devs, key=lambda d: (d.occurred_at, d.event_id)) if devs else None
+        verdicts = self._before(TOPIC_VERDICTS, EpisodeVerified, event)
+        diagnoses = self._before(TOPIC_DIAGNOSES, FailureDiagnosed, event)
+        return plan(event, tasks, verdicts, diagnoses, dev, PRODUCER, self.config)
+
+
+def build() -> ConsumerSpec:
+    return ConsumerSpec(NAME, (TOPIC_ROUNDS,), Reweighter().handle, frozenset({"RoundStarted"}), VERSION)

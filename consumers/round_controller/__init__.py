@@ -1,0 +1,1 @@
+"""The round controller: opens rounds, schedules rollouts, triggers training and dev evaluation, closes rounds."""

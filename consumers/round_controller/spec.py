@@ -1,0 +1,118 @@
+"""Wiring: reads the run's rounds, tasks, verdicts, curation and model events from the log; decisions in handler.
+
+"Fire once" steps (training trigger, round completion) check the log for their own earlier output and
+remember what this process already emitted, so redelivery and same-batch repeats publish nothing twice.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from bus_schemas.envelope import Event, Producer
+from bus_schemas.events import (
+    DevSetEvaluated,
+    EpisodeVerified,
+    HarnessVersionPublished,
+    ModelVersionRegistered,
+    RoundCompleted,
+    RoundStarted,
+    SamplingPlanUpdated,
+    TaskSpecified,
+    TrainingRequested,
+    TrainingRunCompleted,
+    TrajectoryAdmitted,
+    TrajectoryQuarantined,
+    TrajectoryRejected,
+)
+from bus_schemas.topics import TOPIC_CURATION, TOPIC_HARNESS, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_SAMPLING, TOPIC_TASKS, TOPIC_VERDICTS
+from consumers.common.log_index import LogIndex
+from consumers.common.sources import MissingInput
+from consumers.round_controller.handler import VERSION, RoundConfig, after_curation, complete, evaluate, next_round, schedule
+from infra.bootstrap import Ports
+from infra.runtime import ConsumerSpec
+
+NAME = "round_controller"
+PRODUCER = Producer(service=NAME, version=VERSION)
+DECISIONS = (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined)
+
+
+class RoundController:
+    def __init__(self, config: RoundConfig = RoundConfig()) -> None:
+        self.config = config
+        self.ports: Ports | None = None
+        self._fired: set[tuple[str, int]] = set()
+
+    @cached_property
+    def logs(self) -> dict[str, LogIndex]:
+        assert self.ports is not None
+        topics = (TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_MODELS)
+        return {t: LogIndex(self.ports.bus, t, lambda e: e.run_id) for t in topics}
+
+    def _read(self, topic: str, run_id: str, kind: type | tuple[type, ...]) -> list:
+        self.logs[topic].catch_up()
+        return [e for e in self.logs[topic].get(run_id) if isinstance(e, kind)]
+
+    def _started(self, run_id: str, round_: int | None) -> RoundStarted:
+        found = [e for e in self._read(TOPIC_ROUNDS, run_id, RoundStarted) if e.round == round_]
+        if not found:
+            raise MissingInput(f"no RoundStarted for run {run_id!r} round {round_}")
+        return found[0]
+
+    def _tasks(self, run_id: str, split: str) -> list[TaskSpecified]:
+        return [t for t in self._read(TOPIC_TASKS, run_id, TaskSpecified) if t.split == split]
+
+    def _done(self, run_id: str, round_: int) -> bool:
+        """Was this round closed already (on the log or by this process)?"""
+        return ("complete", round_) in self._fired or any(e.round == round_ for e in self._read(TOPIC_ROUNDS, run_id, RoundCompleted))
+
+    def handle(self, event: Event, ports: Ports) -> list[Event]:
+        self.ports = ports
+        run, r = event.run_id, event.round
+        if isinstance(event, RoundCompleted):
+            return list(next_round(event, self._started(run, r), self.config, PRODUCER))
+        if r is None or isinstance(event, RoundStarted):
+            return []
+        started = self._started(run, r)
+        if isinstance(event, SamplingPlanUpdated):
+            return list(schedule(event, started, self._tasks(run, "train"), PRODUCER))
+        if isinstance(event, ModelVersionRegistered):
+            return list(evaluate(event, started, self._tasks(run, "dev"), event.model_version, started.harness_version, PRODUCER))
+        if isinstance(event, HarnessVersionPublished):
+            return list(evaluate(event, started, self._tasks(run, "dev"), started.policy_version, event.harness_version, PRODUCER))
+        if isinstance(event, DevSetEvaluated) and event.split == "dev" and not self._done(run, r):
+            return self._close(complete(event, started, self._verdicts(run, r), PRODUCER, event.model_version, event.overall))
+        if isinstance(event, TrainingRunCompleted) and event.status == "failed" and not self._done(run, r):
+            return self._close(complete(event, started, self._verdicts(run, r), PRODUCER))
+        if isinstance(event, DECISIONS):
+            return self._after_decision(event, started)
+        return []
+
+    def _verdicts(self, run_id: str, round_: int) -> list[EpisodeVerified]:
+        train = {t.task_id for t in self._tasks(run_id, "train")}
+        return [v for v in self._read(TOPIC_VERDICTS, run_id, EpisodeVerified) if v.round == round_ and v.task_id in train]
+
+    def _after_decision(self, event: Event, started: RoundStarted) -> list[Event]:
+        run, r = started.run_id, started.round
+        if ("curated", r) in self._fired or self._done(run, r):
+            return []
+        if any(e.round == r for e in self._read(TOPIC_MODELS, run, TrainingRequested)):
+            return []
+        train = {t.task_id for t in self._tasks(run, "train")}
+        decisions = [e for e in self._read(TOPIC_CURATION, run, DECISIONS) if e.task_id in train]
+        if len({e.episode_id for e in decisions if e.round == r}) < started.planned_rollouts:
+            return []
+        trained = [e.round for e in self._read(TOPIC_MODELS, run, TrainingRequested) if e.round is not None and e.round < r]
+        since = max(trained, default=-1)
+        admitted = len({e.episode_id for e in decisions if isinstance(e, TrajectoryAdmitted) and e.round is not None and since < e.round <= r})
+        self._fired.add(("curated", r))
+        out = after_curation(event, started, admitted, self._verdicts(run, r), self.config, PRODUCER)
+        return self._close(out) if isinstance(out, RoundCompleted) else [out]
+
+    def _close(self, done: RoundCompleted) -> list[Event]:
+        self._fired.add(("complete", done.round))
+        return [done]
+
+
+def build() -> ConsumerSpec:
+    topics = (TOPIC_ROUNDS, TOPIC_SAMPLING, TOPIC_CURATION, TOPIC_MODELS, TOPIC_HARNESS)
+    return ConsumerSpec(NAME, topics, RoundController().handle, frozenset(), VERSION)

@@ -1,0 +1,1 @@
+"""The task constructor: builds new executable tasks where the reweighter asks for them."""

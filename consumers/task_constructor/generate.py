@@ -1,0 +1,52 @@
+"""Candidate tasks for a request: new seeded worlds of matching templates, and harder variants of failed tasks.
+
+Candidates are a pure function of the request (its id seeds the worlds), so a replay builds the same
+tasks. Worlds come from the requested split's own pools, so a train task never shares a world with dev/test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+
+from bus_schemas.events import TaskGenerationRequested, TaskSource, TaskSpecified
+from producers.tasks.suite import make_task
+from producers.tasks.template import Template
+from producers.tasks.templates import TEMPLATES
+
+GENERATOR = "task-constructor/0.1.0"
+
+
+def request_seed(request_id: str) -> int:
+    """A suite seed far from the built-in suites' (which start at 0)."""
+    return 1_000 + int(hashlib.sha256(request_id.encode()).hexdigest()[:8], 16) % 1_000_000
+
+
+def templates_for(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> list[Template]:
+    """With seed tasks: harder templates of the capability, or new worlds of the seeds' own when none is harder."""
+    pool = [t for t in TEMPLATES.values() if t.category == request.capability]
+    if request.tags:
+        pool = [t for t in pool if set(t.tags) & set(request.tags)] or pool
+    if request.difficulty is not None:
+        pool = [t for t in pool if t.difficulty == request.difficulty] or pool
+    if seeds:
+        floor = min(s.difficulty for s in seeds)
+        harder = [t for t in pool if t.difficulty > floor]
+        same = {s.source.template_id for s in seeds}
+        pool = harder or [t for t in pool if t.id in same] or pool
+    return sorted(pool, key=lambda t: (t.difficulty, t.id))
+
+
+def candidates(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> Iterator[TaskSpecified]:
+    """Endless candidates (the caller stops after ``count`` valid ones or a bound on attempts)."""
+    templates = templates_for(request, seeds)
+    if not templates:
+        return
+    seed = request_seed(request.request_id)
+    parent = seeds[0].task_id if seeds else None
+    for k in range(10**6):
+        template = templates[k % len(templates)]
+        task = make_task(template, request.run_id, seed, request.split, k)
+        source = TaskSource(kind="generated", template_id=template.id, instance_key=task.source.instance_key,
+                            generator=GENERATOR, parent_task_id=parent)
+        yield task.model_copy(update={"source": source, "task_id": f"gen/{task.task_id}"})

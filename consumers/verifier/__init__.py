@@ -1,0 +1,1 @@
+"""The verifier: judges each ended episode against its task's completion criteria, from hidden evidence."""

@@ -1,0 +1,47 @@
+"""Pure judgement of one episode: criteria over the backend's evidence, dispatched by backend kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import Producer, correlate
+from bus_schemas.events import CriterionResult, EpisodeEnded, EpisodeVerified, TaskSpecified
+from producers.backends.base import Evidence
+from producers.backends.sandbox.verify import VerificationResult
+from producers.backends.sandbox.verify import verify as verify_sandbox
+
+VERSION = "0.1.0"
+Check = Callable[[TaskSpecified, Evidence, str], VerificationResult]
+
+CHECKS: dict[str, Check] = {"sandbox": verify_sandbox, "llm_sim": verify_sandbox}
+"""Backends whose evidence is (initial state, final state, calls) JSON judge with the state-based checks."""
+
+
+def _unjudged(ended: EpisodeEnded, task: TaskSpecified, producer: Producer, why: str, evidence: list[BlobRef]) -> EpisodeVerified:
+    results = [CriterionResult(criterion_id=c.id, passed=False, detail=why) for c in task.criteria]
+    return EpisodeVerified(
+        producer=producer, **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id}, outcome="error",
+        score=0.0, criteria=results, evidence=evidence, verifier_version=VERSION,
+    )
+
+
+def judge(ended: EpisodeEnded, task: TaskSpecified, backend: str, evidence: Evidence | None, producer: Producer) -> EpisodeVerified:
+    """Success only when every criterion passes; ``error`` when the episode cannot be judged at all."""
+    refs = [ended.final_state] if ended.final_state is not None else []
+    check = CHECKS.get(backend)
+    if check is None:
+        return _unjudged(ended, task, producer, f"no verifier for backend {backend!r}", refs)
+    if evidence is None:
+        return _unjudged(ended, task, producer, f"episode ended ({ended.reason}) without evidence", refs)
+    try:
+        result = check(task, evidence, ended.answer or "")
+    except TypeError as exc:  # evidence of the wrong shape: the episode is unjudgeable, not failed
+        return _unjudged(ended, task, producer, str(exc), refs)
+    criteria = [CriterionResult(criterion_id=r.id, passed=r.passed, detail=r.detail[:16384], evidence=refs) for r in result.criteria]
+    passed = sum(r.passed for r in criteria)
+    return EpisodeVerified(
+        producer=producer, **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id},
+        outcome="success" if result.outcome else "failure", score=passed / len(criteria) if criteria else 0.0,
+        criteria=criteria, evidence=refs, verifier_version=VERSION,
+    )

@@ -1,0 +1,109 @@
+"""``flywheel consume NAME [--workers N]``: run one flywheel consumer as N OS processes of its consumer group."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
+from infra.config import Settings
+from infra.registry.port import Registry
+
+console = Console(stderr=True)
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+
+class LazyRegistry:
+    """Opens the registry on first use: most consumers never touch it, and opening MLflow costs seconds."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._registry: Registry | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._registry is None:
+            from infra.bootstrap import open_registry
+
+            self._registry = open_registry(self._settings.registry, self._settings)
+        return getattr(self._registry, name)
+
+
+def run_worker(name: str, overrides: dict[str, str | None], state_dir: Path, idle_exit_s: float | None) -> None:
+    """One group member: open the ports, run the consumer until stopped (or idle), close cleanly."""
+    from consumers.registry import build
+    from infra.bootstrap import Ports, open_blob_store, open_bus
+    from infra.config import load_settings
+    from infra.events import ensure_topics
+    from infra.runtime import ConsumerRunner
+
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    settings = load_settings(**overrides)
+    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))
+    ensure_topics(ports.bus)
+    runner = ConsumerRunner(build(name), ports, state_dir=state_dir)
+    try:
+        stats = runner.run(stop, idle_exit_s=idle_exit_s)
+        logging.getLogger("flywheel.consume").info("stopped: %s", stats)
+    finally:
+        runner.close()
+        ports.close()
+
+
+def consume(
+    name: Annotated[str | None, typer.Argument(help="The consumer to run (see --list).")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="OS processes in the consumer group; partitions are shared.")] = 1,
+    list_: Annotated[bool, typer.Option("--list", help="List the consumers and exit.")] = False,
+    state_dir: Annotated[Path, typer.Option(help="Durable dedupe state of the consumer group.")] = Path(".flywheel/state"),
+    idle_exit: Annotated[float | None, typer.Option(help="Exit after this many seconds without records (default: run until stopped).")] = None,
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+) -> None:
+    """Run a consumer (its own group ``flywheel.NAME``): at-least-once delivery, event-id dedupe, atomic outputs+commit,
+    poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work is redelivered to the next run."""
+    from consumers.registry import CONSUMERS, build
+
+    if list_:
+        table = Table("consumer", "group", "topics", "reacts to")
+        for key in CONSUMERS:
+            spec = build(key)
+            table.add_row(key, spec.group, ", ".join(spec.topics), ", ".join(sorted(spec.event_types)) or "every event")
+        Console().print(table)
+        return
+    if name not in CONSUMERS:
+        raise typer.BadParameter(f"unknown consumer {name!r}; choose one of: {', '.join(CONSUMERS)}", param_hint="NAME")
+    overrides = {"bus": bus, "blobs": blobs, "registry": registry}
+    if workers == 1:
+        run_worker(name, overrides, state_dir, idle_exit)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=run_worker, args=(name, overrides, state_dir, idle_exit), name=f"{name}-{i}") for i in range(workers)]
+    for proc in procs:
+        proc.start()
+    console.print(f"[bold]{name}[/]: {workers} workers, pids {', '.join(str(p.pid) for p in procs)}")
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    while any(p.is_alive() for p in procs):
+        if stop.wait(0.5):
+            for proc in procs:
+                if proc.is_alive() and proc.pid is not None:
+                    proc.terminate()  # SIGTERM: each worker finishes its batch and closes
+            for proc in procs:
+                proc.join()
+    failed = [p.name for p in procs if p.exitcode not in (0, -signal.SIGTERM)]
+    if failed:
+        raise typer.Exit(code=1)

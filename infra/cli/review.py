@@ -1,0 +1,101 @@
+"""``flywheel review``: the human review gate over quarantined trajectories; decisions are ReviewDecided events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from infra.cli.run import BlobsOpt, BusOpt
+
+app = typer.Typer(help="Review trajectories the curator quarantined: list, show, then approve/correct/reject/quarantine.",
+                  no_args_is_help=True)
+console = Console()
+Episode = Annotated[str, typer.Argument(help="Episode id of a pending review (see `flywheel review list`).")]
+Reviewer = Annotated[str, typer.Option("--reviewer", "-r", help="Who decides (recorded on the event).")]
+Note = Annotated[str, typer.Option(help="Why, for the audit trail.")]
+
+
+def _open(bus: str | None, blobs: str | None):
+    from infra.bootstrap import open_blob_store, open_bus
+    from infra.config import load_settings
+
+    settings = load_settings(bus=bus, blobs=blobs)
+    return open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings)
+
+
+def _pending_request(bus_port, episode_id: str):
+    from consumers.review.queue import curation_log, pending
+
+    log = curation_log(bus_port)
+    found = [r for r in pending(log) if r.episode_id == episode_id]
+    if not found:
+        raise typer.BadParameter(f"no pending review for episode {episode_id!r}; see `flywheel review list`", param_hint="EPISODE")
+    return found[0], log.get(episode_id, [])
+
+
+@app.command("list")
+def list_(bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
+    """Pending reviews, oldest first."""
+    from consumers.review.queue import curation_log, pending
+
+    bus_port, _ = _open(bus, blobs)
+    table = Table("episode", "task", "requested", "reasons")
+    for request in pending(curation_log(bus_port)):
+        table.add_row(request.episode_id, request.task_id, request.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), "; ".join(request.reasons))
+    console.print(table if table.row_count else "no pending reviews")
+
+
+@app.command()
+def show(episode: Episode, bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
+    """The request, its curation history and the trajectory bundle it points at."""
+    bus_port, blob_store = _open(bus, blobs)
+    request, history = _pending_request(bus_port, episode)
+    for event in history:
+        console.print(f"[bold]{event.event_type}[/] {event.occurred_at:%H:%M:%S} {getattr(event, 'reasons', '')}")
+    if request.evidence:
+        console.print_json(blob_store.get(request.evidence[0]).decode())
+
+
+def _decide(episode: str, decision: str, reviewer: str, note: str, bus: str | None, blobs: str | None, corrected: Path | None = None) -> None:
+    from consumers.curator.bundle import MEDIA_TYPE
+    from consumers.review.queue import decide
+    from infra.events import ensure_topics, publish
+
+    bus_port, blob_store = _open(bus, blobs)
+    request, _ = _pending_request(bus_port, episode)
+    ref = blob_store.put(corrected.read_bytes(), MEDIA_TYPE) if corrected is not None else None  # blob first
+    ensure_topics(bus_port)
+    publish(bus_port, decide(request, decision, reviewer, note, ref))
+    console.print(f"{decision}: {episode} (the curator publishes the outcome)")
+
+
+@app.command()
+def approve(episode: Episode, reviewer: Reviewer, note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
+    """Admit the trajectory as it is."""
+    _decide(episode, "approve", reviewer, note, bus, blobs)
+
+
+@app.command()
+def correct(
+    episode: Episode, reviewer: Reviewer,
+    trajectory: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Corrected trajectory bundle (JSON).")],
+    note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None,
+) -> None:
+    """Admit a corrected trajectory in place of the original."""
+    _decide(episode, "correct", reviewer, note, bus, blobs, trajectory)
+
+
+@app.command()
+def reject(episode: Episode, reviewer: Reviewer, note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
+    """Never train on it."""
+    _decide(episode, "reject", reviewer, note, bus, blobs)
+
+
+@app.command()
+def quarantine(episode: Episode, reviewer: Reviewer, note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
+    """Keep holding it (e.g. needs a second opinion)."""
+    _decide(episode, "quarantine", reviewer, note, bus, blobs)

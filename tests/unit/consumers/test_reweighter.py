@@ -1,0 +1,76 @@
+"""The sampling plan from crafted verdicts, diagnoses and dev scores: one test per weighting rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from bus_schemas.events import CategoryScore, DevSetEvaluated, FailureDiagnosed, RoundStarted, overall_score
+from consumer_factory import IDS, P, suite, verdict
+from consumers.reweighter.handler import PlanConfig, plan, preserved
+
+pytestmark = pytest.mark.unit
+STARTED = RoundStarted(**{**IDS, "round": 3}, policy_version="p", harness_version="h", planned_rollouts=8)
+
+
+def _train():
+    return [t for t in suite() if t.split == "train"]
+
+
+def _history(task, outcomes):
+    return [verdict(task, None if ok else {task.criteria[0].id}, episode_id=f"ep-{task.task_id}-{i}") for i, ok in enumerate(outcomes)]
+
+
+def _plan(verdicts=(), diagnoses=(), dev=None, cfg=PlanConfig()):
+    return plan(STARTED, _train(), list(verdicts), list(diagnoses), dev, P, cfg)
+
+
+def test_mastered_tasks_are_down_weighted_except_the_preservation_set():
+    tasks = _train()
+    kept = next(t for t in tasks if preserved(t.task_id, 5))
+    dropped = next(t for t in tasks if not preserved(t.task_id, 5))
+    [p] = _plan(_history(kept, [True] * 4) + _history(dropped, [True] * 4))
+    assert p.task_weights[dropped.task_id] == 0.2 and p.task_weights[kept.task_id] == 1.0
+    assert p.plan_id == "run-test/round-3" and p.causation_id == STARTED.event_id
+
+
+def test_unstable_tasks_are_up_weighted_by_their_variance():
+    task, steady = _train()[0], _train()[1]
+    [p] = _plan(_history(task, [True, False, True, False]) + _history(steady, [False] * 4))
+    assert p.task_weights[task.task_id] == 2.0 and p.task_weights[steady.task_id] == 1.0
+
+
+def test_diagnosed_failures_form_repair_sets_and_tag_weights():
+    task = _train()[2]
+    d = FailureDiagnosed(**IDS, task_id=task.task_id, episode_id="ep-x", attribution="recovery", explanation="x", confidence=0.9, diagnoser_version="v")
+    [p] = _plan(_history(task, [False]), [d])
+    assert p.task_weights[task.task_id] == 1.5 and p.tag_weights == {"recovery": 2.0}
+
+
+def test_weak_capabilities_get_more_weight():
+    tool = next(t for t in _train() if t.category == "tool_use")
+    mem = next(t for t in _train() if t.category == "memory")
+    [p] = _plan(_history(tool, [True] * 3) + _history(mem, [False] * 3))
+    assert p.category_weights["memory"] > p.category_weights["tool_use"]
+
+
+def _dev(memory_rate):
+    scores = {"tool_use": 0.9, "memory": memory_rate, "skills": 0.9, "sub_agent": 0.9}
+    return DevSetEvaluated(**IDS, model_name="m", model_version="1", harness_version="h",
+                           per_category={k: CategoryScore(success_rate=v, tasks=10) for k, v in scores.items()},
+                           overall=overall_score(scores), tokens_per_task=1.0, tool_calls_per_task=1.0)
+
+
+def test_a_low_dev_score_with_a_small_pool_requests_new_tasks():
+    out = _plan(dev=_dev(0.2), cfg=PlanConfig(min_pool=150))
+    [request] = [e for e in out if e.event_type == "TaskGenerationRequested"]
+    assert (request.capability, request.count, request.split) == ("memory", 150 - 126, "train")
+
+
+def test_a_large_pool_or_a_good_score_requests_nothing():
+    assert [e.event_type for e in _plan(dev=_dev(0.2), cfg=PlanConfig(min_pool=100))] == ["SamplingPlanUpdated"]
+    assert [e.event_type for e in _plan(dev=_dev(0.8), cfg=PlanConfig(min_pool=150))] == ["SamplingPlanUpdated"]
+
+
+def test_the_plan_does_not_depend_on_input_order():
+    hist = _history(_train()[0], [True, False, True]) + _history(_train()[5], [False, True])
+    assert _plan(hist)[0].task_weights == _plan(list(reversed(hist)))[0].task_weights

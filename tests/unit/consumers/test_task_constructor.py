@@ -1,0 +1,48 @@
+"""New tasks are executable, non-trivial, reproducible, of the requested kind, and never copies of held-out tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+from bus_schemas.events import TaskGenerationRequested
+from consumer_factory import IDS, P, suite
+from consumers.task_constructor.handler import construct, fingerprint, valid
+from producers.backends.sandbox.backend import SandboxBackend
+
+pytestmark = pytest.mark.unit
+
+
+def _request(**kw):
+    return TaskGenerationRequested(**IDS, **{"request_id": "run-test/round-1/memory", "capability": "memory", "count": 4, **kw})
+
+
+def test_generated_tasks_pass_the_reference_solver_and_fail_the_no_op():
+    made = construct(_request(), [], set(), P)
+    assert len(made) == 4 and len({t.task_id for t in made}) == 4
+    backend = SandboxBackend()
+    assert all(valid(t, backend) for t in made)
+    assert all(t.category == "memory" and t.split == "train" and t.source.kind == "generated" for t in made)
+    assert all(t.causation_id is not None and t.run_id == "run-test" for t in made)
+
+
+def test_construction_is_reproducible_from_the_request():
+    a, b = construct(_request(), [], set(), P), construct(_request(), [], set(), P)
+    assert [t.task_id for t in a] == [t.task_id for t in b] and [fingerprint(t) for t in a] == [fingerprint(t) for t in b]
+    assert [t.task_id for t in construct(_request(request_id="other"), [], set(), P)] != [t.task_id for t in a]
+
+
+def test_held_out_tasks_are_never_reproduced():
+    first = construct(_request(count=1), [], set(), P)[0]
+    again = construct(_request(count=1), [], {fingerprint(first)}, P)[0]
+    assert fingerprint(again) != fingerprint(first)
+
+
+def test_seed_tasks_yield_harder_variants():
+    seed = next(t for t in suite() if t.category == "tool_use" and t.difficulty == 1 and t.split == "train")
+    made = construct(_request(capability="tool_use", seed_task_ids=[seed.task_id]), [seed], set(), P)
+    assert made and all(t.difficulty > 1 for t in made) and all(t.source.parent_task_id == seed.task_id for t in made)
+
+
+def test_non_sandbox_backends_are_refused_clearly():
+    with pytest.raises(ValueError, match="sandbox tasks only"):
+        construct(_request(backend="device"), [], set(), P)
