@@ -11,7 +11,7 @@ export PIP_CACHE_DIR ?= $(CURDIR)/.cache/pip
 export HF_HUB_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: run test install lock stack-up stack-down bench clean help
+.PHONY: run test install lock stack-up stack-down bench clean help adb
 
 help:
 	@echo "make run    - install into .venv and run the main job on the embedded default (no servers)"
@@ -43,8 +43,13 @@ stack-up: install
 stack-down: install
 	$(BIN)/flywheel stack down
 
+# The ADB tests need Debian's adb (a real adb server, no device); without root they are skipped with a reason.
+adb:
+	@command -v adb >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq adb >/dev/null) \
+		|| echo "adb not installed: the adb-server tests will be skipped"; }
+
 # The stack is stopped whatever pytest does; pytest's exit code 5 (no tests collected) fails the target.
-test: install
+test: install adb
 	@status=0; \
 	$(BIN)/flywheel stack up || status=$$?; \
 	if [ $$status -eq 0 ]; then $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; fi; \

@@ -11,11 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bus_schemas.actions import StateChange, ToolCall
+from bus_schemas.actions import StateChange, ToolCall, ToolError
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.codec import encode
 from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import (
+    ActionRejected,
     ActionTaken,
     AnswerCriterion,
     Budgets,
@@ -39,6 +40,7 @@ from bus_schemas.events import (
     Provenance,
     ReviewDecided,
     ReviewRequested,
+    RewardScheduleSelected,
     RolloutRequested,
     RoundCompleted,
     RoundStarted,
@@ -48,6 +50,7 @@ from bus_schemas.events import (
     TaskRetired,
     TaskSource,
     TaskSpecified,
+    TrainingRequested,
     TrainingRunCompleted,
     TrainingRunStarted,
     TrajectoryAdmitted,
@@ -140,6 +143,7 @@ def build_examples() -> dict[str, Event]:
             seed=7,
             budgets=_BUDGETS,
             group_id="grp-0001",
+            group_size=4,
         ),
         EpisodeStarted(
             **_episode(4),
@@ -167,6 +171,14 @@ def build_examples() -> dict[str, Event]:
             input_tokens=4_210,
             output_tokens=38,
             thinking_tokens=120,
+        ),
+        ActionRejected(
+            **_episode(40),
+            step=1,
+            raw_output=_blob("e", 64, "text/plain; charset=utf-8"),
+            error=ToolError(code="parse_error", message="no <action> block found in the output"),
+            input_tokens=4_380,
+            output_tokens=22,
         ),
         ObservationReturned(
             **_episode(7),
@@ -249,6 +261,14 @@ def build_examples() -> dict[str, Event]:
             seed_task_ids=[_TASK],
             rationale="memory success is 0.31",
         ),
+        TrainingRequested(
+            **_envelope(28, "round-controller", round=2),
+            model_name="planner",
+            algorithm="rl",
+            base_model_version="3",
+            admitted_trajectories=640,
+            source_offsets={"curation/0": 1_200},
+        ),
         TrainingRunStarted(
             **_envelope(18, "learner"),
             model_name="planner",
@@ -293,6 +313,15 @@ def build_examples() -> dict[str, Event]:
             tokens_per_task=13_100.0,
             tool_calls_per_task=3.5,
             cost_per_1k_tasks_usd=3.1,
+        ),
+        RewardScheduleSelected(
+            **_envelope(41, "learner"),
+            model_name="planner",
+            schedule="cost_aware",
+            previous="outcome_only",
+            chooser="rules",
+            inputs={"train_success": 0.72, "dev_overall": 0.5, "competence/tool_use": 0.8},
+            reason="train success 0.72 >= 0.6: add competence-gated cost terms",
         ),
         HarnessRevisionProposed(
             **_envelope(22, "harness-reviser"),

@@ -63,6 +63,20 @@ class ActionTaken(Event):
     thinking_tokens: Count = 0
 
 
+class ActionRejected(Event):
+    """The policy's output at ``step`` was not a valid action; kept with its tokens so nothing the model did is lost."""
+
+    event_type: Literal["ActionRejected"] = "ActionRejected"
+    schema_version: Literal[1] = 1
+    episode_id: Name
+    step: Step
+    raw_output: BlobRef
+    error: ToolError
+    input_tokens: Count
+    output_tokens: Count
+    thinking_tokens: Count = 0
+
+
 class ObservationReturned(Event):
     """The backend's structured feedback to the action of ``step``: a result or an error, never both."""
 

@@ -24,3 +24,4 @@ class RolloutRequested(Event):
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)]
     budgets: Budgets
     group_id: Name | None = None  # episodes of one task sampled together (group-relative advantages)
+    group_size: Annotated[int, Field(ge=1, le=256)] = 1  # G independent attempts (episodes) of the task

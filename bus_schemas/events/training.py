@@ -23,6 +23,18 @@ def overall_score(success_rates: Mapping[str, float]) -> float:
     return sum(weight * success_rates[capability] for capability, weight in OVERALL_WEIGHTS.items())
 
 
+class TrainingRequested(Event):
+    """The round controller asks the learner to train ``model_name`` on admitted trajectories up to these offsets."""
+
+    event_type: Literal["TrainingRequested"] = "TrainingRequested"
+    schema_version: Literal[1] = 1
+    model_name: Name
+    algorithm: Algorithm
+    base_model_version: Name | None = None
+    admitted_trajectories: Count
+    source_offsets: dict[str, int] = Field(default_factory=dict)  # "topic/partition" -> end offset to read up to
+
+
 class TrainingRunStarted(Event):
     """The learner started training ``model_name`` on a dataset pinned by digest and event offsets."""
 
@@ -102,3 +114,16 @@ class DevSetEvaluated(Event):
         if not math.isclose(self.overall, expected, abs_tol=1e-9):
             raise ValueError(f"overall {self.overall} != 0.5*tool_use+0.2*memory+0.2*skills+0.1*sub_agent = {expected}")
         return self
+
+
+class RewardScheduleSelected(Event):
+    """The learner's CARE controller picked a reward schedule for the next RL updates, from these inputs."""
+
+    event_type: Literal["RewardScheduleSelected"] = "RewardScheduleSelected"
+    schema_version: Literal[1] = 1
+    model_name: Name
+    schedule: Name
+    previous: Name | None = None
+    chooser: Name  # "rules" or the configured model's name
+    inputs: dict[str, float] = Field(default_factory=dict)  # e.g. train_success, dev_overall, competence/<capability>
+    reason: Text = ""

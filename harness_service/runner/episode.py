@@ -22,6 +22,7 @@ from bus_schemas.actions import (
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Producer, new_event_id
 from bus_schemas.events.episodes import (
+    ActionRejected,
     ActionTaken,
     ContextBuilt,
     EndReason,
@@ -39,7 +40,7 @@ from harness_service.context.messages import CONTEXT_MEDIA_TYPE, encode_context
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
 from harness_service.memory.consolidate import MemoryMerger, consolidate
 from harness_service.memory.store import MemoryStore
-from harness_service.policy.base import ObservingPolicy, Policy
+from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput
 from harness_service.policy.pricing import PriceTable
 from harness_service.ports import BlobSink, EventSink
 from harness_service.runner.budgets import effective_budgets
@@ -95,6 +96,8 @@ class RunIds:
     attempt: int | None = None
     cause: str | None = None
     group_id: str | None = None
+    episode_id: str | None = None
+    """A fixed id (e.g. from a RolloutRequested, so a re-run is recognisable); a fresh UUID when ``None``."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ class _Episode:
         self.tool_names = tool_names
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
-        self.id = new_event_id()
+        self.id = ids.episode_id if parent is None and ids.episode_id else new_event_id()
         budgets = effective_budgets(harness.config.budgets, task.budgets, max_steps)
         if parent is not None and parent.tokens_left() is not None:
             budgets = budgets.model_copy(update={"max_tokens": max(1, parent.tokens_left() or 1)})
@@ -260,7 +263,7 @@ class _Episode:
         raw = self.h.blobs.put(data, RAW_OUTPUT_MEDIA_TYPE)
         parsed = self.parser.parse(text)
         if isinstance(parsed, ToolError):
-            return self._reject(step, text, parsed, raw)
+            return self._reject(step, text, parsed, raw, out)
         self.rec.emit(
             ActionTaken,
             step=step,
@@ -276,10 +279,19 @@ class _Episode:
             return terminal
         return self._execute(step, text, parsed)
 
-    def _reject(self, step: int, text: str, error: ToolError, raw: BlobRef) -> EndReason | None:
-        """Invalid output: feedback to the model (with the raw text as blob), within the invalid-action budget."""
+    def _reject(self, step: int, text: str, error: ToolError, raw: BlobRef, out: PolicyOutput) -> EndReason | None:
+        """Invalid output: recorded (ActionRejected), fed back to the model, within the invalid-action budget."""
         self.invalid += 1
         observation = Observation(error=error)
+        self.rec.emit(
+            ActionRejected,
+            step=step,
+            raw_output=raw,
+            error=error,
+            input_tokens=out.input_tokens,
+            output_tokens=out.output_tokens,
+            thinking_tokens=out.thinking_tokens,
+        )
         self.rec.emit(ObservationReturned, step=step, error=error, blob=raw)
         self._remember(step, text, observation, "invalid output")
         return "error" if self.invalid > self.h.config.budgets.max_invalid_actions else None

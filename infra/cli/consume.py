@@ -82,10 +82,18 @@ def consume(
         for key in CONSUMERS:
             spec = build(key)
             table.add_row(key, spec.group, ", ".join(spec.topics), ", ".join(sorted(spec.event_types)) or "every event")
+        table.add_row("rollout-worker", "flywheel.rollout-worker", "rollouts", "RolloutRequested")
         Console().print(table)
         return
+    if name == "rollout-worker":  # episodes are long-running producers, not pure handlers: their own loop
+        from infra.cli.consume_rollout import rollout_worker
+
+        rollout_worker(workers=workers, state_dir=state_dir, idle_exit=idle_exit, bus=bus, blobs=blobs, registry=registry)
+        return
     if name not in CONSUMERS:
-        raise typer.BadParameter(f"unknown consumer {name!r}; choose one of: {', '.join(CONSUMERS)}", param_hint="NAME")
+        raise typer.BadParameter(
+            f"unknown consumer {name!r}; choose one of: rollout-worker, {', '.join(CONSUMERS)}", param_hint="NAME"
+        )
     overrides = {"bus": bus, "blobs": blobs, "registry": registry}
     if workers == 1:
         run_worker(name, overrides, state_dir, idle_exit)

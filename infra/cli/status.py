@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import Annotated
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -12,12 +15,16 @@ from infra.cli.run import BusOpt
 console = Console()
 
 
-def status(bus: BusOpt = None) -> None:
+def status(
+    bus: BusOpt = None,
+    state_dir: Annotated[Path, typer.Option(help="Where rollout workers write their pool snapshots.")] = Path(".flywheel/state"),
+) -> None:
     """Records per topic, lag of every flywheel consumer group, dead letters by group and error, pending reviews."""
     from bus_schemas.events import DeadLettered
     from bus_schemas.topics import TOPIC_DEAD_LETTERS, TOPICS
     from consumers.registry import CONSUMERS
     from consumers.review.queue import curation_log, pending
+    from infra.cli.status_pool import pool_table
     from infra.bootstrap import open_bus
     from infra.config import load_settings
     from infra.events import from_record
@@ -34,6 +41,9 @@ def status(bus: BusOpt = None) -> None:
         spec = build()
         lag = port.lag(spec.group, [t for t in spec.topics if t in existing])
         groups.add_row(name, spec.group, ", ".join(spec.topics), str(sum(p.lag for p in lag)))
+    if "rollouts" in existing:
+        lag = port.lag("flywheel.rollout-worker", ["rollouts"])
+        groups.add_row("rollout-worker", "flywheel.rollout-worker", "rollouts", str(sum(p.lag for p in lag)))
     letters: Counter[tuple[str, str]] = Counter()
     if TOPIC_DEAD_LETTERS in existing:
         for record in port.replay(TOPIC_DEAD_LETTERS):
@@ -44,5 +54,6 @@ def status(bus: BusOpt = None) -> None:
     for (group, error), n in sorted(letters.items()):
         dead.add_row(group, error, str(n))
     reviews = pending(curation_log(port)) if "curation" in existing else []
-    console.print(topics, groups, dead if letters else "no dead letters", f"pending reviews: {len(reviews)}")
+    console.print(topics, groups, dead if letters else "no dead letters", f"pending reviews: {len(reviews)}",
+                  pool_table(state_dir))
     port.close()

@@ -1,0 +1,130 @@
+"""``flywheel consume rollout-worker --workers N``: rollout workers as N OS processes of group ``flywheel.rollout-worker``."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
+
+console = Console(stderr=True)
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """Everything one worker process needs (picklable, for ``spawn``)."""
+
+    overrides: dict[str, str | None]
+    state_dir: Path
+    idle_exit_s: float | None
+    sandbox_cap: int
+    lease_timeout_s: float
+    stale_after_s: float
+    sim_model: str | None
+    toolsets: Path | None
+    device: str | None
+    adb: str
+
+
+def _pool(options: WorkerOptions, ports, resolver):
+    """The backends this worker offers: the sandbox always, LLM-sim with a simulator model, a device by serial."""
+    from producers.backends.sandbox import SandboxBackend
+    from producers.pool import EnvironmentPool
+
+    pool = EnvironmentPool(lease_timeout_s=options.lease_timeout_s)
+    pool.register("sandbox", SandboxBackend, options.sandbox_cap)
+    if options.sim_model:
+        from producers.backends.llm_sim import TOOLSETS_DIR, LlmSimBackend, load_toolsets
+
+        toolsets = load_toolsets(TOOLSETS_DIR, *([options.toolsets] if options.toolsets else []))
+        simulator = resolver.policy(options.sim_model)(None)
+        pool.register("llm_sim", lambda: LlmSimBackend(toolsets, simulator), 1)
+    if options.device:
+        from producers.backends.device import DeviceBackend, connect_device
+
+        host, _, port = options.adb.partition(":")
+        connect_device(options.device, host, int(port or 5037))  # "no device" fails the start, not an episode
+        pool.register("device", lambda: DeviceBackend(connect_device(options.device, host, int(port or 5037)), ports.blobs), 1)
+    return pool
+
+
+def run_rollout_worker(name: str, options: WorkerOptions) -> None:
+    """One group member: open the ports, serve requests until stopped (or idle), close cleanly."""
+    from infra.bootstrap import Ports, open_blob_store, open_bus
+    from infra.cli.consume import LazyRegistry
+    from infra.config import load_settings
+    from infra.events import ensure_topics
+    from producers.rollout import RolloutWorker
+    from producers.rollout.versions import VersionResolver
+
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())  # finish the current request, then exit
+    settings = load_settings(**options.overrides)
+    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
+    ensure_topics(ports.bus)
+    resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints")
+    pool = _pool(options, ports, resolver)
+    worker = RolloutWorker(ports, pool, name=name, state_dir=options.state_dir, resolver=resolver,
+                           stale_after_s=options.stale_after_s)
+    try:
+        stats = worker.run(stop, idle_exit_s=options.idle_exit_s)
+        logging.getLogger("flywheel.rollout").info("stopped: %s", stats)
+    finally:
+        worker.close()
+        pool.close()
+        ports.close()
+
+
+def rollout_worker(
+    workers: Annotated[int, typer.Option(min=1, max=64, help="OS processes in the group; they split the rollouts partitions.")] = 1,
+    state_dir: Annotated[Path, typer.Option(help="Pool snapshots and the checkpoint cache.")] = Path(".flywheel/state"),
+    idle_exit: Annotated[float | None, typer.Option(help="Exit after this many seconds without requests (default: run until stopped).")] = None,
+    sandbox_cap: Annotated[int, typer.Option(min=1, help="Sandbox instances per worker process.")] = 1,
+    lease_timeout: Annotated[float, typer.Option(help="Seconds before a leased backend instance is reclaimed.")] = 900.0,
+    stale_after: Annotated[float, typer.Option(help="An unfinished attempt silent this long is a dead worker's and is closed as abandoned.")] = 30.0,
+    sim_model: Annotated[str | None, typer.Option(help="Policy ref of the LLM-sim simulator (local:/ckpt or models:/name@alias); enables backend llm_sim.")] = None,
+    toolsets: Annotated[Path | None, typer.Option(help="Extra folder of declared tool sets (*.json|*.yaml) for llm_sim.")] = None,
+    device: Annotated[str | None, typer.Option(help="ADB serial of a device; enables backend device.")] = None,
+    adb: Annotated[str, typer.Option(help="host:port of the adb server.")] = "127.0.0.1:5037",
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+) -> None:
+    """Run rollout workers: consume RolloutRequested, run each (group of) episode(s) through the harness in the
+    requested backend, publish the episode events, commit. A request a crashed worker left half-done is re-run
+    under a new attempt, and the broken attempt is closed with EpisodeEnded(reason=abandoned)."""
+    options = WorkerOptions(
+        {"bus": bus, "blobs": blobs, "registry": registry}, state_dir, idle_exit, sandbox_cap, lease_timeout,
+        stale_after, sim_model, toolsets, device, adb,
+    )
+    if workers == 1:
+        run_rollout_worker("rollout-worker-0", options)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=run_rollout_worker, args=(f"rollout-worker-{i}", options), name=f"rollout-worker-{i}")
+             for i in range(workers)]
+    for proc in procs:
+        proc.start()
+    console.print(f"[bold]rollout-worker[/]: {workers} workers, pids {', '.join(str(p.pid) for p in procs)}")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while any(p.is_alive() for p in procs):
+        if stop.wait(0.5):
+            for proc in procs:
+                if proc.is_alive():
+                    proc.terminate()
+            for proc in procs:
+                proc.join()
+    if any(p.exitcode not in (0, -signal.SIGTERM) for p in procs):
+        raise typer.Exit(code=1)

@@ -1,0 +1,149 @@
+"""Resolves a request's policy and harness versions to live objects, cached per version, reloaded on new versions.
+
+Policy refs: ``scripted:reference`` (the sandbox reference solver, per task), a local checkpoint
+directory (``local:/path`` or a path), or a registry ref (``models:/planner@production``,
+``planner/3``) whose artifacts are downloaded once and loaded with ``TransformersPolicy.from_dir``.
+Harness refs: ``default`` (``HarnessConfig()``) or a registry ref (``harness@production``, ``harness/2``).
+Alias refs are re-resolved after the ``models`` or ``harness`` topic grows (ModelVersionRegistered,
+HarnessVersionPublished), so new episodes pick up a new ``@production`` without a restart.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bus_schemas.events.tasks import TaskSpecified
+from bus_schemas.topics import TOPIC_HARNESS, TOPIC_MODELS
+from harness_service.config import HarnessConfig
+from harness_service.policy.base import Policy
+from harness_service.policy.scripted import ScriptedPolicy
+from infra.bus.port import Bus
+from infra.registry.port import Registry, VersionRef
+
+PolicyFactory = Callable[[TaskSpecified], Policy]
+"""A fresh policy for one episode of ``task`` (scripted policies hold per-episode state)."""
+
+DEFAULT_HARNESS = "default"
+CHECKPOINT_ARTIFACT = "checkpoint"
+"""Where a model version's files live in its run when its source URI does not say (``runs:/<id>/<path>``)."""
+
+
+class UnknownVersion(ValueError):
+    """A policy or harness ref no resolver understands; the request is dead-lettered, nothing else runs."""
+
+
+def _reference(task: TaskSpecified) -> Policy:
+    from producers.tasks.solver import reference_solver
+
+    return ScriptedPolicy(reference_solver(task), "reference")
+
+
+SCRIPTED: dict[str, PolicyFactory] = {"scripted:reference": _reference}
+
+
+def artifact_path(version: VersionRef) -> str:
+    """The checkpoint folder inside the version's run, from ``runs:/<run_id>/<path>`` sources."""
+    prefix = f"runs:/{version.run_id}/"
+    return version.source[len(prefix) :] if version.source.startswith(prefix) else CHECKPOINT_ARTIFACT
+
+
+class VersionResolver:
+    """Per-version caches of loaded policies and harness configs; ``refresh`` drops alias resolutions."""
+
+    def __init__(
+        self, registry: Registry | None, bus: Bus, cache_dir: Path, device: str = "cpu", check_every_s: float = 2.0
+    ) -> None:
+        self.registry = registry
+        self.check_every_s = check_every_s
+        self._checked_at = float("-inf")
+        self.bus = bus
+        self.cache_dir = cache_dir
+        self.device = device
+        self._aliases: dict[str, VersionRef] = {}
+        self._policies: dict[str, Policy] = {}
+        self._harnesses: dict[str, tuple[HarnessConfig, str | None]] = {}
+        self._seen: dict[str, dict[int, int]] = {}
+        self.reloads = 0
+
+    def refresh(self) -> bool:
+        """Forget alias resolutions if a model or harness version was published since the last check
+        (checked at most every ``check_every_s``: reading end offsets costs a broker round trip)."""
+        if time.monotonic() - self._checked_at < self.check_every_s:
+            return False
+        self._checked_at = time.monotonic()
+        current = {topic: self.bus.end_offsets(topic) for topic in (TOPIC_MODELS, TOPIC_HARNESS)}
+        changed = bool(self._seen) and current != self._seen
+        self._seen = current
+        if changed:
+            self._aliases.clear()
+            self._harnesses = {k: v for k, v in self._harnesses.items() if "@" not in k}
+            self.reloads += 1
+        return changed
+
+    def policy(self, ref: str) -> PolicyFactory:
+        if ref in SCRIPTED:
+            return SCRIPTED[ref]
+        if ref.startswith("local:") or Path(ref).is_dir():
+            folder = Path(ref.removeprefix("local:"))
+            return self._cached(str(folder.resolve()), lambda: self._load_dir(folder, f"local:{folder.name}"))
+        version = self._resolve(ref.removeprefix("models:/"))
+        label = f"{version.name}/{version.version}"
+        return self._cached(label, lambda: self._download(version, label))
+
+    def harness(self, ref: str) -> tuple[HarnessConfig, str | None]:
+        """The config and its version label (``None`` for the built-in default: labelled by digest)."""
+        if ref == DEFAULT_HARNESS:
+            return HarnessConfig(), None
+        if ref not in self._harnesses:
+            from harness_service.versions import load_harness_version
+
+            registry = self._registry(ref)
+            try:
+                self._harnesses[ref] = load_harness_version(registry, ref)
+            except LookupError as exc:
+                raise UnknownVersion(f"harness version {ref!r} is not in the registry: {exc}") from exc
+        return self._harnesses[ref]
+
+    def _cached(self, key: str, load: Callable[[], Policy]) -> PolicyFactory:
+        if key not in self._policies:
+            self._policies[key] = load()
+        policy = self._policies[key]
+        return lambda _task: policy
+
+    def _resolve(self, ref: str) -> VersionRef:
+        if "@" not in ref and "/" not in ref:
+            raise UnknownVersion(
+                f"unknown policy version {ref!r}: use scripted:reference, local:/path, or models:/name@alias|name/N"
+            )
+        if ref not in self._aliases:
+            try:
+                self._aliases[ref] = self._registry(ref).resolve(ref)
+            except LookupError as exc:
+                raise UnknownVersion(f"policy version {ref!r} is not in the registry: {exc}") from exc
+        return self._aliases[ref]
+
+    def _registry(self, ref: str) -> Registry:
+        if self.registry is None:
+            raise UnknownVersion(f"{ref!r} needs a registry, and this worker has none")
+        return self.registry
+
+    def _download(self, version: VersionRef, label: str) -> Policy:
+        assert version.run_id is not None, f"{label} has no run to download from"
+        dst = self.cache_dir / version.name / version.version
+        if not dst.exists():  # download beside it, then rename: a crash never leaves a half checkpoint
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            partial = Path(tempfile.mkdtemp(prefix=f".{version.version}-", dir=dst.parent))
+            self._registry(label).download_artifacts(version.run_id, artifact_path(version), partial)
+            partial.rename(dst)
+        folders = [p.parent for p in dst.rglob("config.json")]
+        if not folders:
+            raise UnknownVersion(f"{label}: no checkpoint (config.json) in its artifacts")
+        return self._load_dir(folders[0], label)
+
+    def _load_dir(self, folder: Path, label: str) -> Policy:
+        from harness_service.policy.transformers_local import TransformersPolicy
+
+        return TransformersPolicy.from_dir(folder, name=label, device=self.device)

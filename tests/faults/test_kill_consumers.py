@@ -1,0 +1,136 @@
+"""kill -9 the verifier, curator and diagnoser processes at random points while >= 10k events flow.
+
+A clean in-process run over a copy of the same log gives the reference projections; the chaos run
+(each consumer its own `flywheel consume` process, killed and restarted at random, >= 20 kills)
+must end with exactly the same outputs: 0 lost, 0 duplicated.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from bus_schemas.topics import TOPIC_CURATION, TOPIC_DIAGNOSES, TOPIC_VERDICTS
+from consumers.common.recording import record_episode
+from consumers.registry import build
+from infra.blobs.filesystem import FileBlobStore
+from infra.bootstrap import Ports, open_bus
+from infra.events import ensure_topics, from_record, publish_all
+from infra.runtime import ConsumerRunner
+from producers.tasks import build_task_suite, reference_solver
+from producers.tasks.runner import noop_policy
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+
+REPO = Path(__file__).resolve().parents[2]
+CONSUMERS = ("verifier", "curator", "diagnoser")
+OUTPUT_TOPICS = (TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_DIAGNOSES)
+MIN_KILLS = 21
+
+
+def _record_stream(blobs, tasks) -> list:
+    events = []
+    for i, task in enumerate(tasks):
+        for j, policy in enumerate((reference_solver, noop_policy)):  # distinct action sequences: no duplicates
+            events += record_episode(task, policy, blobs, episode_id=f"ep-{i}-{j}", run_id="chaos")
+    return events
+
+
+def _outputs(bus) -> dict[str, Counter]:
+    """Per producing service, a multiset of output fingerprints.
+
+    Everything but what is fresh per run counts: event_id, occurred_at, and causation_id (the curator and
+    diagnoser react to verdicts, whose ids differ between the clean and the chaos run).
+    """
+    out: dict[str, Counter] = {name: Counter() for name in CONSUMERS}
+    for topic in OUTPUT_TOPICS:
+        for record in bus.replay(topic):
+            event = from_record(record)
+            body = orjson.dumps(event.model_dump(mode="json", exclude={"event_id", "occurred_at", "causation_id"}),
+                                option=orjson.OPT_SORT_KEYS)
+            out.setdefault(event.producer.service, Counter())[body] += 1
+    return out
+
+
+def _spawn(name: str, bus_url: str, blobs_url: str, state: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "infra.cli.main", "consume", name, "--bus", bus_url, "--blobs", blobs_url,
+         "--registry", f"sqlite:///{state}/mlflow.db", "--state-dir", str(state / name)],
+        cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def test_random_kills_lose_and_duplicate_nothing(tmp_path):
+    blobs_dir = tmp_path / "blobs"
+    blobs = FileBlobStore(blobs_dir)
+    tasks = [t for t in build_task_suite("chaos") if t.split in ("train", "dev")]
+    stream = [*tasks, *_record_stream(blobs, tasks)]
+    chaos_db, clean_db = tmp_path / "chaos.db", tmp_path / "clean.db"
+    bus = open_bus(f"sqlite:///{chaos_db}")
+    ensure_topics(bus)
+    for i in range(0, len(stream), 2000):
+        publish_all(bus, stream[i : i + 2000])
+    bus.close()
+    shutil.copy(chaos_db, clean_db)
+    assert len(stream) >= 10_000
+
+    # the reference: each consumer in process, to completion, over the clean copy
+    clean = open_bus(f"sqlite:///{clean_db}")
+    for name in CONSUMERS:
+        runner = ConsumerRunner(build(name), Ports(clean, blobs, None), state_dir=tmp_path / "clean-state")
+        runner.run(idle_exit_s=3.0)
+        runner.close()
+    expected = _outputs(clean)
+    clean.close()
+
+    # the chaos run: separate processes, killed at random and restarted
+    rng = random.Random(7)
+    bus_url = f"sqlite:///{chaos_db}?session_timeout_s=2"
+    blobs_url = f"file:///{blobs_dir}"
+    state, log = tmp_path / "chaos-state", tmp_path / "consumers.log"
+    state.mkdir()
+    procs = {name: _spawn(name, bus_url, blobs_url, state, log) for name in CONSUMERS}
+    kills = 0
+    try:
+        while kills < MIN_KILLS:
+            time.sleep(rng.uniform(1.5, 4.0))
+            name = rng.choice(CONSUMERS)
+            os.killpg(procs[name].pid, signal.SIGKILL)
+            procs[name].wait()
+            kills += 1
+            procs[name] = _spawn(name, bus_url, blobs_url, state, log)
+        deadline = time.monotonic() + 600
+        check = open_bus(bus_url)
+        while time.monotonic() < deadline:
+            lag = sum(l.lag for n in CONSUMERS for l in check.lag(f"flywheel.{n}", list(build(n).topics)))
+            if lag == 0:
+                break
+            time.sleep(2)
+        check.close()
+    finally:
+        for proc in procs.values():
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+
+    final = open_bus(f"sqlite:///{chaos_db}")
+    got = _outputs(final)
+    final.close()
+    processed = sum(sum(c.values()) for c in got.values())
+    lost = sum(((expected[n] - got[n]) for n in CONSUMERS), Counter())
+    duplicated = sum(((got[n] - expected[n]) for n in CONSUMERS), Counter())
+    print(f"\nkill -9: kills survived={kills} input events={len(stream)} outputs={processed} "
+          f"lost={sum(lost.values())} duplicated={sum(duplicated.values())}")
+    assert kills >= 20
+    assert sum(expected[n].total() for n in CONSUMERS) > 1000
+    assert not lost, f"lost outputs: {list(lost)[:3]}"
+    assert not duplicated, f"duplicated outputs: {list(duplicated)[:3]}"

@@ -1,0 +1,156 @@
+"""Rollout worker in-process on the embedded bus: groups, redelivery dedupe, abandoned attempts, bad requests."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bus_schemas.envelope import Producer
+from bus_schemas.events.episodes import ActionRejected, ContextBuilt, EpisodeEnded, EpisodeStarted
+from bus_schemas.events.rollouts import RolloutRequested
+from harness_service.policy.scripted import ScriptedPolicy
+from infra.bootstrap import Ports, open_blob_store, open_bus
+from infra.events import ensure_topics, from_record, publish
+from producers.backends.sandbox import SandboxBackend
+from producers.pool import EnvironmentPool
+from producers.rollout import RolloutWorker, episode_id_for
+from producers.rollout.ids import parse_episode_id
+from producers.rollout.versions import SCRIPTED, VersionResolver
+from producers.tasks import build_task_suite
+
+pytestmark = pytest.mark.unit
+P = Producer(service="test", version="0")
+TASK = build_task_suite("unit")[0]
+
+
+@pytest.fixture
+def ports(tmp_path: Path) -> Ports:
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5")
+    ensure_topics(bus)
+    publish(bus, TASK)
+    return Ports(bus, open_blob_store(f"file:///{tmp_path}/blobs"), None)  # type: ignore[arg-type]
+
+
+def worker(ports: Ports, tmp_path: Path, stale_after_s: float = 30.0) -> RolloutWorker:
+    pool = EnvironmentPool()
+    pool.register("sandbox", SandboxBackend, 1)
+    return RolloutWorker(  # one worker, no peers: nothing to wait for after joining the group
+        ports, pool, state_dir=tmp_path / "state", stale_after_s=stale_after_s, claim_grace_s=0.0
+    )
+
+
+def request(**overrides) -> RolloutRequested:
+    fields = dict(producer=P, run_id="unit", task_id=TASK.task_id, policy_version="scripted:reference",
+                  harness_version="default", backend="sandbox", seed=0, budgets=TASK.budgets)
+    return RolloutRequested(**{**fields, **overrides})
+
+
+def by_episode(ports: Ports) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for record in ports.bus.replay("episodes"):
+        event = from_record(record)
+        found.setdefault(event.episode_id, []).append(event)
+    return found
+
+
+def test_episode_ids_round_trip() -> None:
+    req = request(group_size=3)
+    ids = {episode_id_for(req, m, a): (m, a) for m in range(3) for a in range(3)}
+    assert len(ids) == 9 and all(parse_episode_id(req, e) == ma for e, ma in ids.items())
+    assert episode_id_for(req, 0, 0) == req.episode_id and parse_episode_id(req, req.episode_id + ".g7") is None
+
+
+def test_a_group_request_runs_g_independent_episodes_sharing_a_group_id(ports: Ports, tmp_path: Path) -> None:
+    req = request(group_size=3)
+    publish(ports.bus, req)
+    stats = worker(ports, tmp_path).run(idle_exit_s=0.5)
+    episodes = by_episode(ports)
+    assert set(episodes) == {episode_id_for(req, m, 0) for m in range(3)} and stats.episodes == 3
+    starts = [events[0] for events in episodes.values()]
+    assert all(isinstance(s, EpisodeStarted) and s.causation_id == req.event_id for s in starts)
+    assert len({s.group_id for s in starts}) == 1 and starts[0].group_id is not None
+
+
+def test_a_redelivered_completed_request_runs_nothing_again(ports: Ports, tmp_path: Path) -> None:
+    req = request(group_size=2)
+    publish(ports.bus, req)
+    worker(ports, tmp_path).run(idle_exit_s=0.5)
+    before = sum(len(v) for v in by_episode(ports).values())
+    redelivered = next(ports.bus.replay("rollouts"))  # as if the first worker died just before its commit
+    again = worker(ports, tmp_path)
+    again.handle(redelivered)
+    assert again.stats.already_done == 2 and again.stats.episodes == 0
+    assert sum(len(v) for v in by_episode(ports).values()) == before
+
+
+def test_a_broken_attempt_is_closed_as_abandoned_and_rerun(ports: Ports, tmp_path: Path) -> None:
+    req = request()
+    envelope = dict(producer=P, run_id="unit", task_id=TASK.task_id, episode_id=req.episode_id, attempt=0)
+    started = EpisodeStarted(**envelope, backend="sandbox", trust_level="exact", policy_version="scripted:reference",
+                             harness_version="default", seed=0, budgets=TASK.budgets)
+    built = ContextBuilt(**envelope, causation_id=started.event_id, step=1,
+                         context=ports.blobs.put(b"[]", "application/json"), token_count=1)
+    publish(ports.bus, started, built, req)  # a dead worker's half episode, then the redelivered request
+    stats = worker(ports, tmp_path, stale_after_s=0.0).run(idle_exit_s=0.5)
+    episodes = by_episode(ports)
+    broken, rerun = episodes[req.episode_id], episodes[episode_id_for(req, 0, 1)]
+    assert isinstance(broken[-1], EpisodeEnded) and broken[-1].reason == "abandoned"
+    assert broken[-1].causation_id == built.event_id and broken[-1].steps == 0
+    assert rerun[-1].reason == "finished" and {e.attempt for e in rerun} == {1}
+    assert (stats.abandoned, stats.episodes) == (1, 1)
+
+
+def test_unknown_tasks_and_versions_are_dead_lettered_and_committed(ports: Ports, tmp_path: Path) -> None:
+    publish(ports.bus, request(task_id="no-such-task"), request(policy_version="gpt-17"), request())
+    w = worker(ports, tmp_path)
+    stats = w.run(idle_exit_s=0.5)
+    letters = [from_record(r) for r in ports.bus.replay("dead-letters")]
+    assert stats.dead_lettered == 2 and len(letters) == 2 and stats.episodes == 1
+    errors = sorted(letter.error for letter in letters)
+    assert "never specified" in errors[0] and errors[1].startswith("unknown policy version 'gpt-17'")
+    assert sum(lag.lag for lag in ports.bus.lag("flywheel.rollout-worker", ["rollouts"])) == 0
+
+
+def test_invalid_model_outputs_are_recorded_as_action_rejected(ports: Ports, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(SCRIPTED, "scripted:babbler", lambda task: ScriptedPolicy(["hmm", "<action>{"], "babbler"))
+    publish(ports.bus, request(policy_version="scripted:babbler"))
+    worker(ports, tmp_path).run(idle_exit_s=0.5)
+    [events] = by_episode(ports).values()
+    rejected = [e for e in events if isinstance(e, ActionRejected)]
+    assert [(r.step, r.error.code) for r in rejected] == [(1, "parse_error"), (2, "parse_error")]
+    assert ports.blobs.get(rejected[0].raw_output) == b"hmm" and rejected[0].input_tokens > 0
+    kinds = Counter(e.event_type for e in events)
+    assert kinds["ObservationReturned"] == 2 and events[-1].reason == "finished"
+
+
+def test_the_resolver_reloads_aliases_when_the_models_topic_grows(ports: Ports, tmp_path: Path) -> None:
+    resolver = VersionResolver(None, ports.bus, tmp_path, check_every_s=0.0)
+    assert resolver.refresh() is False and resolver.refresh() is False
+    from bus_schemas.events.training import ModelVersionRegistered
+
+    publish(ports.bus, ModelVersionRegistered(producer=P, run_id="unit", model_name="planner", model_version="2",
+                                              checkpoint=ports.blobs.put(b"x", "application/octet-stream")))
+    assert resolver.refresh() is True and resolver.reloads == 1
+
+
+def test_a_new_production_harness_is_picked_up_for_new_episodes(ports: Ports, tmp_path: Path) -> None:
+    from harness_service.config import HarnessConfig
+    from harness_service.versions import publish_harness_version
+    from infra.bootstrap import open_registry
+
+    registry = open_registry(f"sqlite:///{tmp_path}/mlflow.db")
+    resolver = VersionResolver(registry, ports.bus, tmp_path, check_every_s=0.0)
+    v1 = publish_harness_version(registry, ports.blobs, HarnessConfig(name="planner-harness", instructions="one"),
+                                 producer=P, run_id="unit", aliases=("production",))
+    publish(ports.bus, v1)
+    resolver.refresh()
+    assert resolver.harness("planner-harness@production")[0].instructions == "one"
+    v2 = publish_harness_version(registry, ports.blobs, HarnessConfig(name="planner-harness", instructions="two"),
+                                 producer=P, run_id="unit", aliases=("production",))
+    assert resolver.harness("planner-harness@production")[0].instructions == "one"  # cached until the event
+    publish(ports.bus, v2)
+    resolver.refresh()
+    config, label = resolver.harness("planner-harness@production")
+    assert config.instructions == "two" and label == "planner-harness/2"
