@@ -2,7 +2,7 @@
 
     bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10&max_bytes=N]
               (either with ?namespace=NAME to prefix every topic and consumer group)
-    blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///path/dir
+    blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///abs/dir | file:relative/dir
     registry  http(s)://mlflow-host:port       | sqlite:///path/mlflow.db
 """
 
@@ -19,7 +19,7 @@ from infra.registry.port import Registry
 
 SUPPORTED = {
     "bus": ("kafka://", "sqlite:///"),
-    "blobs": ("s3://", "file:///"),
+    "blobs": ("s3://", "file:"),
     "registry": ("http://", "https://", "sqlite:///"),
 }
 
@@ -35,6 +35,12 @@ def _reject(port: str, url: str) -> UnsupportedURL:
 def _local_path(url: str, scheme: str) -> Path:
     """``sqlite:///rel/path`` -> ``rel/path``; ``sqlite:////abs/path`` -> ``/abs/path`` (SQLAlchemy's rule)."""
     return Path(urlsplit(url).path[1:] if url.startswith(f"{scheme}:///") else urlsplit(url).path)
+
+
+def _file_path(url: str) -> Path:
+    """RFC 8089: ``file:///abs/dir`` is absolute; ``file:rel/dir`` (no authority) is relative to the cwd."""
+    path = urlsplit(url).path
+    return Path("/" + path.lstrip("/")) if url.startswith("file:///") else Path(path)
 
 
 def _query(url: str) -> dict[str, str]:
@@ -96,10 +102,10 @@ def open_blob_store(url: str, settings: Settings | None = None) -> BlobStore:
             connect_timeout_s=settings.connect_timeout_s,
         )
         return RetryingBlobStore(store, retry_for_s=settings.outage_retry_s)
-    if url.startswith("file:///"):
+    if url.startswith("file:"):
         from infra.blobs.filesystem import FileBlobStore
 
-        return FileBlobStore(_local_path(url, "file"))
+        return FileBlobStore(_file_path(url))
     raise _reject("blobs", url)
 
 

@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FLYWHEEL_", extra="ignore", env_nested_delimiter="__")
 
     bus: str = "sqlite:///.flywheel/bus.db"
-    blobs: str = "file:///.flywheel/blobs"
+    blobs: str = "file:.flywheel/blobs"
     registry: str = "sqlite:///.flywheel/mlflow.db"
     # Credentials for s3:// blob URLs; the endpoint is taken from the URL query (?endpoint=host:port).
     s3_access_key: str = "flywheel"

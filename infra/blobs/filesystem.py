@@ -22,7 +22,7 @@ class FileBlobStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self.url = f"file://{self.root if self.root.is_absolute() else '/' + str(self.root)}"
+        self.url = f"file://{self.root}" if self.root.is_absolute() else f"file:{self.root}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -17,7 +17,7 @@ from infra.smoke import run_smoke
 console = Console()
 
 BusOpt = Annotated[str | None, typer.Option("--bus", help="kafka://host:port or sqlite:///path (default: embedded)")]
-BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///dir")]
+BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")]
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
 
 
