@@ -1,0 +1,1 @@
+"""The learner: cold-start SFT, online agentic RL with CARE, dev-set evaluation and model registration."""

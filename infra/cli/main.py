@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from infra.cli import audit, consume, review, run, sandbox, schemas, serve, stack, status
+from infra.cli import audit, consume, review, run, sandbox, schemas, serve, stack, status, train
 
 app = typer.Typer(
     name="flywheel",
@@ -24,6 +24,8 @@ app.command("replay")(audit.replay)
 app.add_typer(audit.episode_app, name="episode")
 app.add_typer(audit.export_app, name="export")
 app.add_typer(review.app, name="review")
+app.add_typer(train.app, name="train")
+app.command("eval")(train.evaluate)
 app.add_typer(stack.app, name="stack")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(sandbox.app, name="sandbox")

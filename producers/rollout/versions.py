@@ -2,7 +2,8 @@
 
 Policy refs: ``scripted:reference`` (the sandbox reference solver, per task), a local checkpoint
 directory (``local:/path`` or a path), or a registry ref (``models:/planner@production``,
-``planner/3``) whose artifacts are downloaded once and loaded with ``TransformersPolicy.from_dir``.
+``planner/3``) whose artifacts are downloaded once and loaded with ``TransformersPolicy.from_dir`` (or the learner's
+``PlannerPolicy`` when the checkpoint carries the prompt window it was trained on).
 Harness refs: ``default`` (``HarnessConfig()``) or a registry ref (``harness@production``, ``harness/2``).
 Alias refs are re-resolved after the ``models`` or ``harness`` topic grows (ModelVersionRegistered,
 HarnessVersionPublished), so new episodes pick up a new ``@production`` without a restart.
@@ -144,6 +145,10 @@ class VersionResolver:
         return self._load_dir(folders[0], label)
 
     def _load_dir(self, folder: Path, label: str) -> Policy:
+        if (folder / "prompt_window.json").exists():  # the learner's checkpoints: trained on a prompt window
+            from learner.model.policy import PlannerPolicy
+
+            return PlannerPolicy.from_dir(folder, name=label)
         from harness_service.policy.transformers_local import TransformersPolicy
 
         return TransformersPolicy.from_dir(folder, name=label, device=self.device)

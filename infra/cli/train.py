@@ -1,0 +1,145 @@
+"""``flywheel train seed|sft|rl`` and ``flywheel eval``: the learner's jobs with progress bars (wiring only)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from infra.bootstrap import Ports, open_ports
+from infra.config import load_settings
+
+console = Console()
+app = typer.Typer(
+    help=(
+        "The learner: seed cold-start episodes, SFT a planner (tiny model from a config, or --base-checkpoint), "
+        "GRPO with CARE rewards over bus rollouts. Every run is an MLflow run; checkpoints become @candidate."
+    ),
+    no_args_is_help=True,
+)
+
+BusOpt = Annotated[str | None, typer.Option("--bus", help="kafka://host:port or sqlite:///path (default: embedded)")]
+BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")]
+RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
+RunOpt = Annotated[str | None, typer.Option("--run-id", help="Run id on every event (default: a fresh one).")]
+ModelOpt = Annotated[str, typer.Option("--model", help="Registered model name.")]
+WorkOpt = Annotated[Path, typer.Option("--work-dir", help="Where checkpoints are written.")]
+
+
+@contextmanager
+def _ports(bus: str | None, blobs: str | None, registry: str | None) -> Iterator[Ports]:
+    ports = open_ports(load_settings(bus=bus, blobs=blobs, registry=registry))
+    try:
+        yield ports
+    finally:
+        ports.close()
+
+
+@contextmanager
+def _bar(label: str) -> Iterator[Callable[[int, int], None]]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(label, total=None)
+        yield lambda done, total: progress.update(task, completed=done, total=total)
+
+
+def _run_id(run_id: str | None) -> str:
+    return run_id or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def _config(model: str, work_dir: Path, **updates: object):  # noqa: ANN202 (LearnerConfig, imported lazily)
+    from learner.config import LearnerConfig
+
+    return LearnerConfig(model_name=model, work_dir=work_dir, **{k: v for k, v in updates.items() if v is not None})
+
+
+@app.command()
+def seed(
+    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
+    seeds: Annotated[int, typer.Option(help="Task-suite seeds whose train split is solved.")] = 8,
+) -> None:
+    """Publish reference-solver episodes of the train split (through the harness) as cold-start data."""
+    from learner.jobs import seed_reference_episodes
+
+    config = _config("planner", Path(".flywheel/learner"), cold_start_seeds=seeds)
+    with _ports(bus, blobs, registry) as ports, _bar("reference episodes") as bar:
+        passed = seed_reference_episodes(ports, config, run_id=_run_id(run_id), progress=bar)
+    console.print(f"[green]{passed}[/] verified reference episodes published")
+
+
+@app.command()
+def sft(
+    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
+    model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
+    base_checkpoint: Annotated[Path | None, typer.Option(help="Local checkpoint dir (default: tiny model).")] = None,
+    max_steps: Annotated[int, typer.Option(help="Optimizer steps (-1: by epochs).")] = 300,
+    batch_size: Annotated[int, typer.Option(help="Examples per step.")] = 16,
+) -> None:
+    """Cold-start SFT on the admitted (or verified) trajectories; registers the checkpoint as @candidate."""
+    from learner.jobs import run_sft
+    from learner.sft.config import SftSettings
+
+    config = _config(model, work_dir, base_checkpoint=base_checkpoint,
+                     sft=SftSettings(max_steps=max_steps, batch_size=batch_size, learning_rate=3e-3))
+    with _ports(bus, blobs, registry) as ports, _bar("SFT steps") as bar:
+        outcome = run_sft(ports, config, run_id=_run_id(run_id), progress=bar)
+    _print_outcome(model, outcome.model_version, outcome.dataset_digest, outcome.metrics)
+
+
+@app.command()
+def rl(
+    version: Annotated[str, typer.Argument(help="Model version to start from (e.g. 3).")],
+    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
+    model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
+    steps: Annotated[int, typer.Option(help="GRPO steps.")] = 4,
+) -> None:
+    """GRPO with CARE rewards over groups of bus rollouts; registers the result as @candidate."""
+    from learner.jobs import run_rl
+
+    config = _config(model, work_dir)
+    with _ports(bus, blobs, registry) as ports, _bar("RL steps") as bar:
+        outcome, reports = run_rl(ports, config, version, steps=steps, run_id=_run_id(run_id), progress=bar)
+    for i, r in enumerate(reports):
+        console.print(
+            f"step {i}: success {r.success_rate:.2f} reward {r.mean_reward:.3f} samples {r.samples} "
+            f"rollout {r.rollout_s:.1f}s scoring {r.scoring_s:.1f}s update {r.update_s:.1f}s"
+        )
+    _print_outcome(model, outcome.model_version, outcome.dataset_digest, outcome.metrics)
+
+
+def evaluate(
+    version: Annotated[str, typer.Argument(help="Model version to evaluate (e.g. 3).")],
+    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
+    model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
+    per_category: Annotated[int, typer.Option(help="Dev tasks per capability.")] = 16,
+    require_approval: Annotated[bool, typer.Option(help="Tag instead of promoting; a human promotes.")] = False,
+) -> None:
+    """Run the dev split through the harness, publish DevSetEvaluated, promote to @production if better."""
+    from learner.jobs import run_eval
+
+    config = _config(model, work_dir, dev_per_category=per_category, require_approval=require_approval)
+    with _ports(bus, blobs, registry) as ports, _bar("dev tasks") as bar:
+        report, promoted = run_eval(ports, config, version, run_id=_run_id(run_id), progress=bar)
+    table = Table(title=f"{model}/{version} on dev")
+    for column in ("capability", "success", "tasks"):
+        table.add_column(column)
+    for capability, score in report.evaluated.per_category.items():
+        table.add_row(capability, f"{score.success_rate:.3f}", str(score.tasks))
+    table.add_row("Overall", f"{report.evaluated.overall:.3f}", "")
+    console.print(table)
+    console.print(f"tokens/task {report.evaluated.tokens_per_task:.0f}, tool calls/task "
+                  f"{report.evaluated.tool_calls_per_task:.2f}; promoted to @production: {promoted}")
+
+
+def _print_outcome(model: str, version: str, digest: str, metrics: dict[str, float]) -> None:
+    console.print(f"[green]registered[/] {model}/{version} @candidate (dataset {digest[:23]})")
+    for key, value in sorted(metrics.items()):
+        console.print(f"  {key}: {value:.4g}")

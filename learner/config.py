@@ -1,0 +1,44 @@
+"""One settings object for the learner's jobs: model sizes, prompt window, harness version, SFT/RL/eval sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness_service.config import HarnessConfig
+from learner.model.factory import TinyModelConfig
+from learner.rl.config import RlSettings
+from learner.sft.config import SftSettings
+
+TINY_INSTRUCTIONS = "You operate a user's phone apps through tools. One action per reply; finish when done."
+
+
+def tiny_harness() -> HarnessConfig:
+    """A compact harness version for the CPU model: short instructions (the tool list is kept as is)."""
+    return HarnessConfig(name="tiny-planner", instructions=TINY_INSTRUCTIONS)
+
+
+class LearnerConfig(BaseModel):
+    """Small by default: the main job runs several rounds of cold start, RL and eval on two CPU cores."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_name: str = "planner"
+    base_checkpoint: Path | None = None
+    """A local checkpoint directory to start from (e.g. a Qwen3 model); None builds the tiny model."""
+    tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
+    vocab_size: Annotated[int, Field(ge=300)] = 1024
+    max_prompt_tokens: Annotated[int, Field(ge=32)] = 128
+    max_new_tokens: Annotated[int, Field(ge=8)] = 64
+    harness: HarnessConfig = Field(default_factory=tiny_harness)
+    sft: SftSettings = Field(default_factory=lambda: SftSettings(max_steps=300, learning_rate=3e-3))
+    rl: RlSettings = Field(default_factory=RlSettings)
+    train_categories: tuple[str, ...] = ("tool_use",)
+    max_difficulty: Annotated[int, Field(ge=1, le=3)] = 1
+    cold_start_seeds: Annotated[int, Field(ge=1)] = 8
+    """Task-suite seeds whose train split seeds the cold start (more seeds, more distinct examples)."""
+    dev_per_category: Annotated[int, Field(ge=1)] | None = 16
+    work_dir: Path = Path(".flywheel/learner")
+    require_approval: bool = False

@@ -1,0 +1,113 @@
+"""Selects trainable episodes, weights them by curation and the latest sampling plan, and pins the result by digest."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from harness_service.config import HarnessConfig
+from harness_service.context.messages import render_messages
+from harness_service.skills.library import SkillLibrary
+from learner.dataset.episodes import EpisodeLog
+from learner.dataset.render import BlobReader, RenderMismatch, rerender_episode
+
+MANIFEST_MEDIA_TYPE = "application/vnd.flywheel.dataset+json"
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One supervised turn: ``prompt`` is the exact ChatML text the model saw, ``completion`` what it wrote."""
+
+    episode_id: str
+    task_id: str
+    step: int
+    category: str
+    prompt: str
+    completion: str
+    weight: float
+
+
+@dataclass
+class DatasetBuild:
+    """The examples, the episodes skipped (with why), and the lineage: digest and input offsets."""
+
+    examples: list[Example]
+    skipped: dict[str, str] = field(default_factory=dict)
+    offsets: dict[str, int] = field(default_factory=dict)
+    harness_versions: list[str] = field(default_factory=list)
+
+    def manifest(self) -> bytes:
+        """Canonical JSON of every example and the offsets read; its sha256 is the dataset digest."""
+        rows = [e.__dict__ for e in self.examples]
+        return orjson.dumps(
+            {"examples": rows, "offsets": self.offsets, "harness_versions": self.harness_versions},
+            option=orjson.OPT_SORT_KEYS,
+        )
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.manifest()).hexdigest()
+
+    def to_hf(self):  # noqa: ANN201 (datasets.Dataset; imported lazily)
+        from datasets import Dataset
+
+        return Dataset.from_list([e.__dict__ for e in self.examples])
+
+    def to_parquet(self, path: Path) -> Path:
+        self.to_hf().to_parquet(str(path))
+        return path
+
+
+def _selected(log: EpisodeLog) -> dict[str, float]:
+    """Curated episodes with their weight; without any curation yet (cold start), verified successes at 1.0."""
+    if log.admitted:
+        return {eid: admitted.weight for eid, admitted in log.admitted.items()}
+    return {eid: 1.0 for eid, verdict in log.verdicts.items() if verdict.outcome == "success"}
+
+
+def _plan_weight(log: EpisodeLog, task_id: str) -> float:
+    plan, task = log.plan, log.tasks.get(task_id)
+    if plan is None or task is None:
+        return 1.0
+    return plan.task_weights.get(task_id, 1.0) * plan.category_weights.get(task.category, 1.0)
+
+
+def build_dataset(
+    log: EpisodeLog, configs: dict[str, HarnessConfig], skills: SkillLibrary, read: BlobReader
+) -> DatasetBuild:
+    """Every model turn of the selected top-level episodes, re-rendered and verified byte for byte.
+
+    ``configs`` maps a harness version (as recorded in EpisodeStarted) to its config; episodes of an
+    unknown version, or whose replay differs from the record, are skipped with the reason logged.
+    """
+    build = DatasetBuild(examples=[], offsets=dict(log.offsets))
+    versions: set[str] = set()
+    for episode_id, weight in sorted(_selected(log).items()):
+        record = log.episodes.get(episode_id)
+        if record is None or record.started.parent_episode_id is not None:
+            continue
+        config = configs.get(record.started.harness_version)
+        if config is None:
+            build.skipped[episode_id] = f"unknown harness version {record.started.harness_version}"
+            continue
+        try:
+            steps = rerender_episode(log, episode_id, config, skills, read)
+        except RenderMismatch as exc:
+            build.skipped[episode_id] = str(exc)
+            _log.warning("dataset: skipping %s", exc)
+            continue
+        versions.add(record.started.harness_version)
+        task = log.tasks[record.started.task_id]
+        scaled = weight * _plan_weight(log, task.task_id)
+        build.examples.extend(
+            Example(s.episode_id, task.task_id, s.step, task.category, render_messages(s.messages), s.output, scaled)
+            for s in steps
+            if s.valid
+        )
+    build.harness_versions = sorted(versions)
+    return build

@@ -1,0 +1,110 @@
+"""Re-renders an episode's contexts from its events and its harness version, and checks them against the record.
+
+The episode is replayed deterministically: the task's world is reset with the recorded seed and the
+recorded model outputs are fed back through a harness of the recorded version. Every context it builds
+must hash to the recorded ContextBuilt blob, byte for byte, or the episode is not trained on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import hashlib
+
+from bus_schemas.actions import SubagentSpawn
+from bus_schemas.blob_ref import BlobRef
+from bus_schemas.events.episodes import ContextBuilt
+from bus_schemas.events.tasks import TaskSpecified
+from harness_service.config import HarnessConfig
+from harness_service.context.messages import ChatMessage, decode_context
+from harness_service.memory.store import MemoryStore
+from harness_service.policy.scripted import ScriptedPolicy
+from harness_service.runner.episode import Harness, RunIds, run_episode
+from harness_service.skills.library import SkillLibrary
+from learner.dataset.episodes import EpisodeLog, EpisodeRecord
+from producers.backends.sandbox.backend import SandboxBackend
+
+BlobReader = Callable[[str], bytes]
+"""Reads a blob by sha256 (the learner's view of the blob store)."""
+
+
+class RenderMismatch(ValueError):
+    """The replayed context differs from the recorded one (or cannot be produced): the episode is skipped."""
+
+
+@dataclass(frozen=True)
+class RenderedStep:
+    """One model turn: the exact messages it saw and the output it wrote."""
+
+    episode_id: str
+    step: int
+    messages: tuple[ChatMessage, ...]
+    output: str
+    valid: bool
+    """False for an output the harness rejected (a training target for RL, never for SFT)."""
+
+
+class _CaptureBlobs:
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    def put(self, data: bytes, media_type: str) -> BlobRef:
+        digest = hashlib.sha256(data).hexdigest()
+        self.data[digest] = data
+        return BlobRef(sha256=digest, size=len(data), media_type=media_type)
+
+
+def _execution_order(log: EpisodeLog, record: EpisodeRecord) -> Iterator[tuple[EpisodeRecord, int]]:
+    """(episode, step) in the order the harness ran them: a spawn's child runs inside its parent's step."""
+    children = iter(log.children(record.episode_id))
+    for step in sorted(record.contexts):
+        yield record, step
+        action = record.actions.get(step)
+        if action is not None and isinstance(action.action, SubagentSpawn):
+            child = next(children, None)
+            if child is not None:
+                yield from _execution_order(log, child)
+
+
+def _output(record: EpisodeRecord, step: int, read: BlobReader) -> str:
+    action = record.actions.get(step)
+    ref = action.raw_output if action is not None else (record.invalid[step].raw_output if step in record.invalid else None)
+    if ref is None:
+        raise RenderMismatch(f"{record.episode_id} step {step}: no recorded model output")
+    return read(ref.sha256).decode("utf-8")
+
+
+def rerender_episode(
+    log: EpisodeLog,
+    episode_id: str,
+    config: HarnessConfig,
+    skills: SkillLibrary,
+    read: BlobReader,
+) -> list[RenderedStep]:
+    """Every model turn of a top-level episode (sub-agents included), re-rendered and checked byte for byte."""
+    record = log.episodes[episode_id]
+    task: TaskSpecified | None = log.tasks.get(record.started.task_id)
+    if task is None:
+        raise RenderMismatch(f"{episode_id}: task {record.started.task_id} is not in the log")
+    order = list(_execution_order(log, record))
+    script = [_output(rec, step, read) for rec, step in order]
+    blobs, replayed = _CaptureBlobs(), []
+    harness = Harness(
+        config=config, policy=ScriptedPolicy(script, "replay"), blobs=blobs, events=replayed.append, skills=skills
+    )
+    memory = MemoryStore() if config.memory.enabled else None
+    run_episode(harness, task, SandboxBackend(), RunIds(run_id="rerender"), memory, record.started.seed)
+    contexts = [e for e in replayed if isinstance(e, ContextBuilt)]
+    if len(contexts) < len(order):
+        raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")
+    steps = []
+    for (rec, step), built, output in zip(order, contexts, script):
+        recorded = rec.contexts[step].context.sha256
+        if built.context.sha256 != recorded:
+            raise RenderMismatch(f"{rec.episode_id} step {step}: re-rendered context differs from the recorded blob")
+        messages = tuple(decode_context(blobs.data[recorded]))
+        steps.append(RenderedStep(rec.episode_id, step, messages, output, step in rec.actions))
+    return steps
+
+

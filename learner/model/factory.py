@@ -1,0 +1,66 @@
+"""Builds the tiny CPU planner (Qwen3 architecture, random init) and saves/loads checkpoints with their tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TinyModelConfig(BaseModel):
+    """Sizes of the from-scratch model; the defaults train in minutes on two CPU cores."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hidden_size: Annotated[int, Field(ge=16)] = 128
+    layers: Annotated[int, Field(ge=1)] = 2
+    heads: Annotated[int, Field(ge=1)] = 4
+    kv_heads: Annotated[int, Field(ge=1)] = 2
+    intermediate_size: Annotated[int, Field(ge=16)] = 384
+    max_positions: Annotated[int, Field(ge=64)] = 1024
+    seed: int = 0
+
+
+def build_tiny_model(tokenizer: Any, config: TinyModelConfig | None = None) -> Any:
+    """A Qwen3ForCausalLM with random weights sized to ``tokenizer``; seeded, so reproducible."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = config or TinyModelConfig()
+    torch.manual_seed(config.seed)
+    qwen = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.layers,
+        num_attention_heads=config.heads,
+        num_key_value_heads=config.kv_heads,
+        head_dim=config.hidden_size // config.heads,
+        intermediate_size=config.intermediate_size,
+        max_position_embeddings=config.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    return Qwen3ForCausalLM(qwen)
+
+
+def save_checkpoint(model: Any, tokenizer: Any, path: Path) -> Path:
+    """Model and tokenizer side by side, loadable with ``local_files_only``."""
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def load_checkpoint(path: Path, device: str = "cpu", dtype: Any = None) -> tuple[Any, Any]:
+    """(model, tokenizer) from a local directory (ours, or any Qwen3-style checkpoint a user has); never the hub."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is not a checkpoint directory (no config.json)")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    options = {} if dtype is None else {"dtype": dtype}
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options).to(device)
+    return model, tokenizer

@@ -1,0 +1,190 @@
+"""Model lineage in the registry: one MLflow run per training run, a tagged model version, ``@candidate``,
+promotion to ``@production`` by the dev evaluator, and hot reload of ``@production`` by rollout workers."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import Event, Producer, new_event_id
+from bus_schemas.events.training import (
+    Algorithm,
+    DevSetEvaluated,
+    ModelVersionRegistered,
+    TrainingRunCompleted,
+    TrainingRunStarted,
+)
+from infra.blobs.port import BlobStore
+from infra.registry.port import Registry, VersionNotFound, VersionRef
+
+PRODUCER = Producer(service="learner", version="0.1.0")
+CHECKPOINT_MEDIA_TYPE = "application/x-tar"
+CANDIDATE, PRODUCTION = "candidate", "production"
+ARTIFACT_PATH = "checkpoint"  # where producers/rollout expects a version's files
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Everything that made a checkpoint: data (digest, offsets, manifest blob), harness, parent, knobs, results."""
+
+    model_name: str
+    algorithm: Algorithm
+    dataset_digest: str
+    dataset_manifest: BlobRef
+    source_offsets: dict[str, int]
+    harness_version: str
+    parent_version: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    steps: int = 0
+    wall_time_s: float = 0.0
+
+
+def checkpoint_blob(blobs: BlobStore, checkpoint: Path) -> BlobRef:
+    """The checkpoint directory as a deterministic tar (sorted names, zeroed times) in the blob store."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(p for p in checkpoint.rglob("*") if p.is_file()):
+            info = tar.gettarinfo(str(path), arcname=str(path.relative_to(checkpoint)))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            with path.open("rb") as handle:
+                tar.addfile(info, handle)
+    return blobs.put(buffer.getvalue(), CHECKPOINT_MEDIA_TYPE)
+
+
+def register_checkpoint(
+    registry: Registry, blobs: BlobStore, checkpoint: Path, lineage: Lineage, *, run_id: str, round: int | None = None
+) -> tuple[VersionRef, list[Event]]:
+    """Log the run with its lineage, register the version with tags, alias it ``@candidate``.
+
+    Returns the version and the events to publish (TrainingRunStarted, TrainingRunCompleted,
+    ModelVersionRegistered), whose blobs are already stored.
+    """
+    blob = checkpoint_blob(blobs, checkpoint)
+    tags = {
+        "algorithm": lineage.algorithm,
+        "dataset_digest": lineage.dataset_digest,
+        "harness_version": lineage.harness_version,
+        "parent_version": lineage.parent_version or "",
+        "checkpoint_sha256": blob.sha256,
+        "flywheel_run_id": run_id,
+    }
+    params = {**lineage.params, "dataset_digest": lineage.dataset_digest, "harness_version": lineage.harness_version}
+    params["parent_version"] = lineage.parent_version or "none"
+    mlflow_run = registry.start_run(lineage.model_name, run_name=f"{lineage.algorithm}-{run_id}", params=params, tags=tags)
+    registry.log_metrics(mlflow_run, lineage.metrics, step=lineage.steps)
+    registry.log_dict(
+        mlflow_run,
+        {"source_offsets": lineage.source_offsets, "dataset_manifest": lineage.dataset_manifest.model_dump(mode="json")},
+        "lineage.json",
+    )
+    registry.log_artifacts(mlflow_run, checkpoint, ARTIFACT_PATH)
+    registry.end_run(mlflow_run)
+    version = registry.register_version(lineage.model_name, mlflow_run, ARTIFACT_PATH, tags=tags)
+    registry.set_alias(lineage.model_name, CANDIDATE, version.version)
+    envelope = dict(producer=PRODUCER, run_id=run_id, round=round)
+    started = TrainingRunStarted(
+        **envelope,
+        model_name=lineage.model_name,
+        training_run_id=mlflow_run,
+        algorithm=lineage.algorithm,
+        base_model_version=lineage.parent_version,
+        dataset=lineage.dataset_manifest,
+        source_offsets=lineage.source_offsets,
+        config=orjson.loads(orjson.dumps(lineage.params, default=str)),
+    )
+    completed = TrainingRunCompleted(
+        **envelope,
+        causation_id=started.event_id,
+        model_name=lineage.model_name,
+        training_run_id=mlflow_run,
+        status="succeeded",
+        checkpoint=blob,
+        metrics=lineage.metrics,
+        steps=lineage.steps,
+        wall_time_s=lineage.wall_time_s,
+    )
+    registered = ModelVersionRegistered(
+        **envelope,
+        causation_id=completed.event_id,
+        model_name=lineage.model_name,
+        model_version=version.version,
+        checkpoint=blob,
+        training_run_id=mlflow_run,
+        parent_version=lineage.parent_version,
+        registry_uri=version.uri,
+    )
+    return version, [started, completed, registered]
+
+
+def record_evaluation(registry: Registry, evaluated: DevSetEvaluated) -> None:
+    """Dev scores as tags on the version and metrics on its training run (per capability and Overall)."""
+    name, version = evaluated.model_name, evaluated.model_version
+    registry.set_version_tag(name, version, "dev_overall", f"{evaluated.overall:.6f}")
+    registry.set_version_tag(name, version, "dev_harness_version", evaluated.harness_version)
+    ref = registry.resolve(f"{name}/{version}")
+    if ref.run_id:
+        metrics = {f"dev_{k}": v.success_rate for k, v in evaluated.per_category.items()}
+        registry.log_metrics(ref.run_id, {**metrics, "dev_overall": evaluated.overall})
+
+
+def production_overall(registry: Registry, name: str) -> float | None:
+    """The recorded dev Overall of ``name@production``; None when there is no production version yet."""
+    try:
+        ref = registry.resolve(f"{name}@{PRODUCTION}")
+    except VersionNotFound:
+        return None
+    value = ref.tags.get("dev_overall")
+    return float(value) if value is not None else 0.0
+
+
+def promote_if_better(
+    registry: Registry, evaluated: DevSetEvaluated, *, require_approval: bool = False, margin: float = 0.0
+) -> bool:
+    """Point ``@production`` at the evaluated candidate when its Overall beats production's by more than ``margin``.
+
+    With ``require_approval`` the version is tagged ``awaiting_approval`` instead and a human promotes it.
+    """
+    record_evaluation(registry, evaluated)
+    incumbent = production_overall(registry, evaluated.model_name)
+    better = incumbent is None or evaluated.overall > incumbent + margin
+    if not better:
+        return False
+    if require_approval:
+        registry.set_version_tag(evaluated.model_name, evaluated.model_version, "awaiting_approval", "true")
+        return False
+    registry.set_alias(evaluated.model_name, PRODUCTION, evaluated.model_version)
+    return True
+
+
+Loader = Callable[[Path, str], Any]
+"""(checkpoint directory, version label) -> a policy."""
+
+
+class ProductionPolicy:
+    """What a rollout worker serves: ``name@production``, reloaded when the alias moves (call ``refresh``)."""
+
+    def __init__(self, registry: Registry, name: str, cache_dir: Path, loader: Loader) -> None:
+        self._registry, self._name, self._cache, self._loader = registry, name, cache_dir, loader
+        self.version: str | None = None
+        self.policy: Any = None
+
+    def refresh(self) -> bool:
+        """Reload if ``@production`` points at another version; True when it swapped."""
+        ref = self._registry.resolve(f"{self._name}@{PRODUCTION}")
+        if ref.version == self.version:
+            return False
+        if ref.run_id is None:
+            raise VersionNotFound(f"{self._name}/{ref.version} has no run to download from")
+        target = self._cache / f"{self._name}-{ref.version}-{new_event_id()}"
+        local = self._registry.download_artifacts(ref.run_id, ARTIFACT_PATH, target)
+        self.policy = self._loader(local, f"{self._name}/{ref.version}")
+        self.version = ref.version
+        return True

@@ -1,0 +1,30 @@
+"""Every knob of an SFT run; defaults fit a tiny model on two CPU cores in about a minute."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SftSettings(BaseModel):
+    """Small by default; a GPU run raises ``batch_size`` and sets ``bf16``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    epochs: Annotated[float, Field(gt=0)] = 3.0
+    max_steps: int = -1
+    """Stops after this many optimizer steps when > 0 (overrides ``epochs``)."""
+    batch_size: Annotated[int, Field(ge=1)] = 16
+    learning_rate: Annotated[float, Field(gt=0)] = 2e-3
+    warmup_steps: Annotated[float, Field(ge=0)] = 0.05
+    """A fraction of the run when < 1 (transformers 5 dropped ``warmup_ratio``)."""
+    weight_decay: Annotated[float, Field(ge=0)] = 0.0
+    seed: int = 0
+    bf16: bool = False
+    """Off on CPU: trl would otherwise turn it on."""
+    gradient_checkpointing: bool = False
+    """Off for tiny models: recomputation costs more than it saves."""
+    packing: bool = False
+    logging_steps: Annotated[int, Field(ge=1)] = 10
+    dataloader_workers: Annotated[int, Field(ge=0)] = 0

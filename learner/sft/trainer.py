@@ -1,0 +1,116 @@
+"""Runs trl's SFTTrainer on pre-tokenized examples (loss on completion tokens only) and saves the checkpoint."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+from learner.dataset.build import Example
+from learner.dataset.tokenize import tokenize_examples
+from learner.model.factory import save_checkpoint
+from learner.model.policy import PromptWindow
+from learner.sft.config import SftSettings
+
+StepCallback = Callable[[int, int], None]
+"""Called with (step, total steps) after each optimizer step, e.g. to drive a progress bar."""
+
+
+@dataclass(frozen=True)
+class SftResult:
+    """Where the checkpoint went and what the run measured."""
+
+    checkpoint: Path
+    steps: int
+    train_loss: float
+    tokens: int
+    wall_time_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.wall_time_s if self.wall_time_s > 0 else 0.0
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "train_loss": self.train_loss,
+            "train_tokens": float(self.tokens),
+            "tokens_per_s": self.tokens_per_s,
+            "wall_time_s": self.wall_time_s,
+        }
+
+
+def _progress_callback(on_step: StepCallback) -> Any:
+    from transformers import TrainerCallback
+
+    class _Progress(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            on_step(state.global_step, state.max_steps)
+
+    return _Progress()
+
+
+def sft_arguments(settings: SftSettings, output_dir: Path) -> Any:
+    """trl's SFTConfig with bf16 and gradient checkpointing set explicitly (trl enables both by default)."""
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(output_dir),
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=settings.warmup_steps,
+        weight_decay=settings.weight_decay,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        bf16=settings.bf16,
+        gradient_checkpointing=settings.gradient_checkpointing,
+        completion_only_loss=True,
+        packing=settings.packing,
+        max_length=None,
+        logging_steps=settings.logging_steps,
+        save_strategy="no",
+        report_to="none",
+        dataloader_num_workers=settings.dataloader_workers,
+        disable_tqdm=True,
+    )
+
+
+def train_sft(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    output_dir: Path,
+    *,
+    settings: SftSettings | None = None,
+    window: PromptWindow | None = None,
+    on_step: StepCallback | None = None,
+) -> SftResult:
+    """Fine-tune ``model`` in place on ``examples`` and save model + tokenizer to ``output_dir``."""
+    from trl import SFTTrainer
+
+    if not examples:
+        raise ValueError("no training examples: the dataset is empty (nothing admitted or nothing re-rendered)")
+    settings = settings or SftSettings()
+    window = window or PromptWindow()
+    data = tokenize_examples(tokenizer, window, examples)
+    tokens = sum(len(ids) for ids in data["input_ids"])
+    with tempfile.TemporaryDirectory(prefix="sft-") as scratch:
+        trainer = SFTTrainer(
+            model=model,
+            args=sft_arguments(settings, Path(scratch)),
+            train_dataset=data,
+            processing_class=tokenizer,
+            callbacks=[_progress_callback(on_step)] if on_step else None,
+        )
+        started = perf_counter()
+        output = trainer.train()
+        wall = perf_counter() - started
+    epochs = output.metrics.get("epoch", settings.epochs)
+    save_checkpoint(model, tokenizer, output_dir)
+    window.save(output_dir)
+    return SftResult(output_dir, output.global_step, float(output.training_loss), int(tokens * epochs), wall)

@@ -1,0 +1,90 @@
+"""The dataset re-renders every recorded context byte for byte and supervises only the model's own turns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness_service.config import HarnessConfig
+from harness_service.context.messages import decode_context, encode_context, render_messages
+from learner.config import LearnerConfig, tiny_harness
+from learner.dataset import build_dataset, read_log
+from learner.dataset.coldstart import seed_cold_start
+from learner.dataset.tokenize import tokenize_example
+from learner.jobs import harness_version, skills
+from learner.model import PromptWindow, train_tokenizer
+from producers.tasks import build_task_suite
+
+pytestmark = pytest.mark.unit
+
+
+def sample_tasks(per_category: int = 2):
+    suite = [t for t in build_task_suite("run-dataset-test") if t.split == "train"]
+    picked = []
+    for category in ("tool_use", "memory", "skills", "sub_agent"):
+        picked.extend([t for t in suite if t.category == category][:per_category])
+    return picked
+
+
+@pytest.fixture
+def seeded(embedded_ports):
+    config = LearnerConfig()
+    passed = seed_cold_start(embedded_ports, sample_tasks(), config.harness, skills(), run_id="run-dataset-test")
+    assert passed == 8
+    return embedded_ports, config
+
+
+def test_every_example_re_renders_the_recorded_context_byte_for_byte(seeded) -> None:
+    ports, config = seeded
+    log = read_log(ports.bus)
+    build = build_dataset(log, {harness_version(config): config.harness}, skills(), ports.blobs.get)
+    assert build.skipped == {}
+    assert {e.category for e in build.examples} == {"tool_use", "memory", "skills", "sub_agent"}
+    turns = {(r.episode_id, step) for r in log.episodes.values() for step in r.actions}
+    assert {(e.episode_id, e.step) for e in build.examples} == turns  # sub-agent turns included
+    for example in build.examples:
+        recorded = ports.blobs.get(log.episodes[example.episode_id].contexts[example.step].context.sha256)
+        assert example.prompt.encode() == render_messages(decode_context(recorded)).encode()
+        assert encode_context(decode_context(recorded)) == recorded
+        raw = log.episodes[example.episode_id].actions[example.step].raw_output
+        assert raw is not None and example.completion.encode() == ports.blobs.get(raw.sha256)
+
+
+def test_a_different_harness_under_the_same_version_label_is_caught_not_trained_on(seeded) -> None:
+    ports, config = seeded
+    log = read_log(ports.bus)
+    impostor = HarnessConfig(name="tiny-planner", instructions="Something else entirely.")
+    build = build_dataset(log, {harness_version(config): impostor}, skills(), ports.blobs.get)
+    assert build.examples == []
+    assert len(build.skipped) == 8 and all("differs from the recorded blob" in why for why in build.skipped.values())
+    unknown = build_dataset(log, {}, skills(), ports.blobs.get)
+    assert all("unknown harness version" in why for why in unknown.skipped.values())
+
+
+def test_digest_and_offsets_pin_the_data_and_parquet_round_trips(seeded, tmp_path: Path) -> None:
+    ports, config = seeded
+    configs = {harness_version(config): config.harness}
+    first = build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get)
+    again = build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get)
+    assert first.digest == again.digest and first.digest.startswith("sha256:")
+    assert first.offsets["episodes/0"] >= 0 and sum(v for k, v in first.offsets.items() if k.startswith("episodes/")) > 0
+    assert first.harness_versions == [harness_version(config)]
+    from datasets import Dataset
+
+    table = Dataset.from_parquet(str(first.to_parquet(tmp_path / "d.parquet")))
+    assert table["prompt"] == [e.prompt for e in first.examples]
+    seed_cold_start(ports, sample_tasks(1)[:1], tiny_harness(), skills(), run_id="more", publish_tasks=False)
+    assert build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get).digest != first.digest
+
+
+def test_loss_covers_only_the_models_output_and_its_end_token() -> None:
+    prompt = "<|im_start|>user\nsay hi<|im_end|>\n" * 50
+    completion = '<action>{"kind":"finish","answer":"hi"}</action>'
+    tokenizer = train_tokenizer([prompt + completion], vocab_size=400)
+    window = PromptWindow(max_prompt_tokens=64)
+    row = tokenize_example(tokenizer, window, prompt, completion)
+    supervised = [t for t, m in zip(row["input_ids"], row["completion_mask"]) if m]
+    context = [t for t, m in zip(row["input_ids"], row["completion_mask"]) if not m]
+    assert tokenizer.decode(supervised) == completion + "<|im_end|>"
+    assert len(context) == 64 and tokenizer.decode(context).endswith("<|im_start|>assistant\n")

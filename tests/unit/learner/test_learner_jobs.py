@@ -1,0 +1,61 @@
+"""The learner's jobs on the embedded ports: seed -> SFT -> registered @candidate -> dev eval -> @production."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bus_schemas.events.training import (
+    DevSetEvaluated,
+    ModelVersionRegistered,
+    RewardScheduleSelected,
+    TrainingRunStarted,
+)
+from bus_schemas.topics import TOPIC_MODELS
+from infra.events import from_record
+from learner.config import LearnerConfig
+from learner.dataset.episodes import LEARNER_TOPICS
+from learner.jobs import run_eval, run_rl, run_sft, seed_reference_episodes
+from learner.model import PlannerPolicy
+from learner.registry import CANDIDATE, PRODUCTION, ProductionPolicy
+from learner.sft import SftSettings
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_served(embedded_ports, tmp_path: Path) -> None:
+    ports = embedded_ports
+    config = LearnerConfig(
+        cold_start_seeds=1, sft=SftSettings(max_steps=3, batch_size=4), dev_per_category=1, work_dir=tmp_path / "work"
+    )
+    with pytest.raises(ValueError, match="seed the cold start first"):
+        run_sft(ports, config, run_id="run-jobs")
+    assert seed_reference_episodes(ports, config, run_id="run-jobs") == 72
+    trained = run_sft(ports, config, run_id="run-jobs")
+    ref = ports.registry.resolve(f"planner@{CANDIDATE}")
+    assert ref.version == trained.model_version and ref.tags["dataset_digest"] == trained.dataset_digest
+    run = ports.registry.get_run(ref.run_id or "")
+    assert run.params["harness_version"].startswith("tiny-planner@sha256:") and run.params["max_steps"] == "3"
+
+    report, promoted = run_eval(ports, config, trained.model_version, run_id="run-jobs")
+    assert promoted and ports.registry.resolve(f"planner@{PRODUCTION}").version == trained.model_version
+    assert sum(s.tasks for s in report.evaluated.per_category.values()) == 4
+
+    models = [from_record(r) for r in ports.bus.replay(TOPIC_MODELS)]
+    started = next(e for e in models if isinstance(e, TrainingRunStarted))
+    assert started.dataset.sha256 == trained.dataset_digest.removeprefix("sha256:")
+    assert {k.split("/")[0] for k in started.source_offsets} == set(LEARNER_TOPICS)
+    assert sum(v for k, v in started.source_offsets.items() if k.startswith("episodes/")) > 0
+    assert any(isinstance(e, ModelVersionRegistered) and e.model_version == trained.model_version for e in models)
+    assert any(isinstance(e, DevSetEvaluated) and e.model_version == trained.model_version for e in models)
+
+    tuned, reports = run_rl(ports, config, trained.model_version, steps=1, run_id="run-jobs", round=1)
+    assert reports[0].episodes == config.rl.tasks_per_step * config.rl.group_size
+    assert ports.registry.resolve(f"planner/{tuned.model_version}").tags["parent_version"] == trained.model_version
+    chosen = [from_record(r) for r in ports.bus.replay(TOPIC_MODELS)]
+    choice = next(e for e in chosen if isinstance(e, RewardScheduleSelected))
+    assert choice.previous == "partial_credit" and "train_success" in choice.inputs and choice.round == 1
+
+    served = ProductionPolicy(ports.registry, "planner", tmp_path / "serve", lambda d, v: PlannerPolicy.from_dir(d, name=v))
+    assert served.refresh() and served.policy.name == f"planner/{trained.model_version}"
