@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
 import tempfile
 from collections.abc import Iterator
@@ -14,10 +12,10 @@ import orjson
 
 from bus_schemas.blob_ref import BlobRef
 from infra.blobs.errors import BlobNotFound, BlobStoreUnavailable
-from infra.blobs.port import CHUNK, address_of, check_bytes, copy_stream, spool, verified_chunks
+from infra.blobs.port import CHUNK, ContentAddressedStore, address_of, check_bytes, copy_stream, verified_chunks
 
 
-class FileBlobStore:
+class FileBlobStore(ContentAddressedStore):
     """A :class:`~infra.blobs.port.BlobStore` in a directory (``file:///path``)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -33,15 +31,6 @@ class FileBlobStore:
 
     def _meta(self, sha: str) -> Path:
         return self.root / sha[:2] / sha[2:4] / f"{sha}.meta"
-
-    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
-        sha = hashlib.sha256(data).hexdigest()
-        return self._store(sha, len(data), io.BytesIO(data), media_type)
-
-    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
-        sha, size, spooled = spool(stream)
-        with spooled:
-            return self._store(sha, size, spooled, media_type)
 
     def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
         ref = BlobRef(sha256=sha, size=size, media_type=media_type)

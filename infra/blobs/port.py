@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -39,6 +40,21 @@ class BlobStore(Protocol):
     def stat(self, address: str | BlobRef) -> BlobRef: ...
 
     def exists(self, address: str | BlobRef) -> bool: ...
+
+
+class ContentAddressedStore:
+    """Hashing shared by the adapters: they implement ``_store(sha, size, body, media_type)``."""
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
+        return self._store(hashlib.sha256(data).hexdigest(), len(data), io.BytesIO(data), media_type)
+
+    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
+        sha, size, spooled = spool(stream)
+        with spooled:
+            return self._store(sha, size, spooled, media_type)
+
+    def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+        raise NotImplementedError
 
 
 def address_of(address: str | BlobRef) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -13,12 +11,12 @@ from minio.error import S3Error
 
 from bus_schemas.blob_ref import BlobRef
 from infra.blobs.errors import BlobNotFound, BlobStoreError, BlobStoreUnavailable
-from infra.blobs.port import CHUNK, address_of, check_bytes, spool, verified_chunks
+from infra.blobs.port import CHUNK, ContentAddressedStore, address_of, check_bytes, verified_chunks
 
 _MISSING = {"NoSuchKey", "NoSuchObject", "ResourceNotFound"}
 
 
-class S3BlobStore:
+class S3BlobStore(ContentAddressedStore):
     """A :class:`~infra.blobs.port.BlobStore` in one bucket, keys ``sha256/<aa>/<sha256>``."""
 
     def __init__(
@@ -55,15 +53,6 @@ class S3BlobStore:
     @staticmethod
     def _key(sha: str) -> str:
         return f"sha256/{sha[:2]}/{sha}"
-
-    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
-        sha = hashlib.sha256(data).hexdigest()
-        return self._store(sha, len(data), io.BytesIO(data), media_type)
-
-    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
-        sha, size, spooled = spool(stream)
-        with spooled:
-            return self._store(sha, size, spooled, media_type)
 
     def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
         if self.exists(sha):
