@@ -1,0 +1,98 @@
+"""kill -9 rollout workers at random points mid-episode, again and again: no half episode ever looks
+complete, every request ends with exactly one finished attempt, every broken attempt is closed as abandoned."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from bus_schemas.envelope import Producer
+from bus_schemas.events.episodes import EpisodeEnded, EpisodeStarted
+from bus_schemas.events.rollouts import RolloutRequested
+from infra.bootstrap import open_bus
+from infra.events import ensure_topics, from_record, publish_all
+from producers.tasks import build_task_suite
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER = REPO / "tests" / "integration" / "rollout" / "worker_proc.py"
+KILLS = 12
+REQUESTS = 40
+
+
+def _spawn(bus_url: str, blobs_url: str, tmp: Path, name: str, generation: int) -> subprocess.Popen:
+    out = tmp / f"{name}-{generation}.json"
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), bus_url, blobs_url, str(tmp / "state"), name, "0.15", "10", str(out)],
+        cwd=REPO, env={"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
+    tasks = [t for t in build_task_suite("chaos-rollouts") if t.split == "train"][:REQUESTS]
+    requests = [
+        RolloutRequested(
+            producer=Producer(service="chaos", version="0"), run_id="chaos", round=1, task_id=t.task_id,
+            policy_version="scripted:reference", harness_version="default", backend="sandbox", seed=0,
+            budgets=t.budgets,
+        )
+        for t in tasks
+    ]
+    bus_url, blobs_url = f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5", f"file:///{tmp_path}/blobs"
+    bus = open_bus(bus_url)
+    ensure_topics(bus)
+    publish_all(bus, [*tasks, *requests])
+
+    rng = random.Random(11)
+    names = ("w0", "w1")
+    generation = 0
+    workers = {n: _spawn(bus_url, blobs_url, tmp_path, n, generation) for n in names}
+    born = {n: time.monotonic() for n in names}
+    kills = 0
+    while kills < KILLS:
+        time.sleep(rng.uniform(0.5, 2.0))
+        name = min(names, key=lambda n: born[n])  # the older worker: past start-up, most likely mid-episode
+        if time.monotonic() - born[name] < 4.0 or workers[name].poll() is not None:
+            continue
+        workers[name].send_signal(signal.SIGKILL)
+        workers[name].wait()
+        kills += 1
+        generation += 1
+        workers[name] = _spawn(bus_url, blobs_url, tmp_path, name, generation)
+        born[name] = time.monotonic()
+    for proc in workers.values():  # they exit once idle for 10 s
+        assert proc.wait(timeout=600) == 0
+
+    by_episode: dict[str, list] = defaultdict(list)
+    for record in bus.replay("episodes"):
+        event = from_record(record)
+        by_episode[event.episode_id].append(event)
+    lag = sum(p.lag for p in bus.lag("flywheel.rollout-worker", ["rollouts"]))
+    bus.close()
+
+    finished: dict[str, int] = defaultdict(int)
+    abandoned = 0
+    for episode_id, events in by_episode.items():
+        starts = [e for e in events if isinstance(e, EpisodeStarted)]
+        ends = [e for e in events if isinstance(e, EpisodeEnded)]
+        assert len(starts) == 1 and len(ends) == 1, f"{episode_id}: {len(starts)} starts, {len(ends)} ends"
+        assert isinstance(events[0], EpisodeStarted)
+        if ends[0].reason == "finished":
+            assert isinstance(events[-1], EpisodeEnded)
+            finished[ends[0].task_id] += 1
+        else:
+            assert ends[0].reason == "abandoned", ends[0].reason
+            abandoned += 1
+    print(f"\nrollout kill -9: kills={kills} requests={REQUESTS} episodes={len(by_episode)} "
+          f"abandoned={abandoned} finished={sum(finished.values())} lag={lag}")
+    assert lag == 0
+    assert abandoned >= 1, "no kill landed mid-episode, so the test proved nothing"
+    assert dict(finished) == {t.task_id: 1 for t in tasks}, "every request has exactly one finished attempt"
