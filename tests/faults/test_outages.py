@@ -129,3 +129,44 @@ def test_mlflow_outage_waits_for_registration_and_reports_it(private_stack, capl
     assert registry.resolve("planner/1").run_id == run_id
     waits = [rec.getMessage() for rec in caplog.records if "unavailable; waiting to retry register_version" in rec.getMessage()]
     assert waits and stack.settings.mlflow_url in waits[0]
+
+
+def test_training_finishes_while_mlflow_is_down_and_registers_once_it_is_back(private_stack, tmp_path, caplog):
+    from bus_schemas.events import ModelVersionRegistered
+    from infra.bootstrap import Ports
+    from infra.events import ensure_topics, from_record
+    from learner.config import LearnerConfig
+    from learner.jobs import run_sft, seed_reference_episodes
+    from learner.sft import SftSettings
+
+    stack = private_stack(["mlflow"])
+    settings = _client_settings(stack)
+    ports = Ports(
+        bus=open_bus(f"sqlite:///{tmp_path}/bus.db"),
+        blobs=open_blob_store(f"file://{tmp_path}/blobs"),
+        registry=open_registry(stack.settings.mlflow_url, settings),
+    )
+    ensure_topics(ports.bus)
+    config = LearnerConfig(cold_start_seeds=1, sft=SftSettings(max_steps=3, batch_size=4), work_dir=tmp_path / "work")
+    seed_reference_episodes(ports, config, run_id="outage")
+
+    caplog.set_level(logging.WARNING, logger="flywheel.registry")
+    stack.down(["mlflow"])
+    outcome: dict = {}
+    training = threading.Thread(target=lambda: outcome.setdefault("trained", run_sft(ports, config, run_id="outage")))
+    training.start()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any("unavailable; waiting to retry" in r.getMessage() for r in caplog.records):
+        time.sleep(0.5)
+    assert training.is_alive(), "training must finish and then wait for the registry, not fail"
+    assert (config.work_dir / "sft-outage-r0").is_dir(), "the checkpoint was written before registration"
+    stack.up(["mlflow"])
+    training.join(timeout=300)
+
+    version = outcome["trained"].model_version
+    registered = [from_record(r) for r in ports.bus.replay("models")]
+    assert any(isinstance(e, ModelVersionRegistered) and e.model_version == version for e in registered)
+    assert ports.registry.resolve("planner@candidate").version == version
+    waits = [r.getMessage() for r in caplog.records if "unavailable; waiting to retry" in r.getMessage()]
+    assert stack.settings.mlflow_url in waits[0]
+    ports.bus.close()
