@@ -38,7 +38,7 @@ def run(bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None
     table.add_column("step")
     table.add_column("result")
     table.add_row("published events", str(report.published))
-    table.add_row("consumed back (group)", f"{sum(report.consumed.values())} of {len(report.consumed)} types")
+    table.add_row("consumed back (group)", f"{sum(report.consumed.values())} events of {len(report.consumed)} types")
     table.add_row("replayed from the log", str(report.replayed))
     table.add_row("harness config blob", report.blob)
     table.add_row("registered harness version", f"{report.harness_version} @production")
