@@ -6,10 +6,11 @@ parsing; the value is the canonical JSON of the event (``bus_schemas.codec``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from bus_schemas.codec import decode, encode
 from bus_schemas.envelope import Event
+from bus_schemas.errors import SchemaError
 from bus_schemas.topics import TOPICS, route
 from infra.bus.port import Bus
 from infra.bus.records import OutgoingRecord, Published, Record, TopicLayout
@@ -46,3 +47,12 @@ def publish_all(bus: Bus, events: Sequence[Event]) -> list[Published]:
 def from_record(record: Record) -> Event:
     """The current-version event in a record; raises a ``SchemaError`` subclass for bad records."""
     return decode(record.value)
+
+
+def decodable(records: Iterable[Record]) -> Iterator[Event]:
+    """The events of ``records``, skipping undecodable ones (consumers dead-lettered those when they met them)."""
+    for record in records:
+        try:
+            yield from_record(record)
+        except SchemaError:
+            continue

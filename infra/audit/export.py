@@ -8,22 +8,17 @@ from typing import Literal
 
 import orjson
 
-from bus_schemas.errors import SchemaError
 from bus_schemas.events import TrajectoryAdmitted
 from bus_schemas.topics import TOPIC_CURATION
 from infra.bootstrap import Ports
-from infra.events import from_record
+from infra.events import decodable
 
 Format = Literal["jsonl", "parquet"]
 
 
 def admitted_rows(ports: Ports) -> Iterator[dict]:
     """One row per admitted trajectory: ids, round, category, tags, weight, provenance, and the bundle."""
-    for record in ports.bus.replay(TOPIC_CURATION):
-        try:
-            event = from_record(record)
-        except SchemaError:
-            continue
+    for event in decodable(ports.bus.replay(TOPIC_CURATION)):
         if not isinstance(event, TrajectoryAdmitted):
             continue
         bundle = orjson.loads(ports.blobs.get(event.trajectory))

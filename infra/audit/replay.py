@@ -16,10 +16,9 @@ from datetime import datetime
 import orjson
 
 from bus_schemas.envelope import Event
-from bus_schemas.errors import SchemaError
 from infra.audit.blobs import blob_refs, check_blob
 from infra.bootstrap import Ports
-from infra.events import from_record
+from infra.events import decodable
 from infra.runtime import ConsumerSpec
 
 log = logging.getLogger("flywheel.audit")
@@ -64,11 +63,7 @@ class ReplayReport:
 
 
 def _events(ports: Ports, topic: str, scope: Scope) -> Iterator[Event]:
-    for record in ports.bus.replay(topic, from_offset=scope.from_offset, since=scope.since):
-        try:
-            yield from_record(record)
-        except SchemaError:
-            continue  # undecodable records were dead-lettered live; nothing to reproduce
+    return decodable(ports.bus.replay(topic, from_offset=scope.from_offset, since=scope.since))
 
 
 def _fingerprint(event: Event) -> bytes:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from bus_schemas.envelope import Event
-from bus_schemas.errors import SchemaError
 from bus_schemas.events import (
     ActionTaken,
     ContextBuilt,
@@ -18,7 +17,7 @@ from bus_schemas.events import (
 from bus_schemas.topics import TOPIC_CURATION, TOPIC_DIAGNOSES, TOPIC_EPISODES, TOPIC_VERDICTS, TOPICS
 from infra.bus.partitioner import partition_for_key
 from infra.bus.port import Bus
-from infra.events import from_record
+from infra.events import decodable
 
 
 def episode_events(bus: Bus, episode_id: str) -> list[Event]:
@@ -28,13 +27,7 @@ def episode_events(bus: Bus, episode_id: str) -> list[Event]:
         if topic not in bus.topics():
             continue
         partition = partition_for_key(episode_id.encode(), bus.partitions(topic)) if TOPICS[topic].key_field == "episode_id" else None
-        for record in bus.replay(topic, partition=partition):
-            try:
-                event = from_record(record)
-            except SchemaError:
-                continue
-            if event.episode_id == episode_id:
-                out.append(event)
+        out.extend(e for e in decodable(bus.replay(topic, partition=partition)) if e.episode_id == episode_id)
     return out
 
 

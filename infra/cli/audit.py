@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from infra.audit.export import Format, export_trajectories
+from infra.audit.export import export_trajectories
 from infra.audit.replay import Scope, replay_verify
 from infra.audit.timeline import describe, episode_events
 from infra.bootstrap import open_ports
