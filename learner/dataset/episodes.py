@@ -19,7 +19,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.events.verdicts import EpisodeVerified
 from bus_schemas.topics import TOPIC_CURATION, TOPIC_EPISODES, TOPIC_SAMPLING, TOPIC_TASKS, TOPIC_VERDICTS
 from infra.bus.port import Bus
-from infra.events import from_record
+from infra.events import decodable
 
 LEARNER_TOPICS = (TOPIC_TASKS, TOPIC_EPISODES, TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_SAMPLING)
 
@@ -100,9 +100,8 @@ def read_log(bus: Bus, topics: Sequence[str] = LEARNER_TOPICS) -> EpisodeLog:
             continue
         for partition, end in bus.end_offsets(topic).items():
             offsets[f"{topic}/{partition}"] = end
-        for record in bus.replay(topic):
-            if record.offset < offsets.get(f"{topic}/{record.partition}", 0):
-                events.append(from_record(record))
+        records = bus.replay(topic)
+        events.extend(decodable(r for r in records if r.offset < offsets.get(f"{topic}/{r.partition}", 0)))
     log = EpisodeLog.of(events)
     log.offsets = offsets
     return log

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from bus_schemas.errors import SchemaError
 from bus_schemas.events.tasks import TaskRetired, TaskSpecified
 from bus_schemas.topics import TOPIC_TASKS
 from infra.bus.port import Bus
-from infra.events import from_record
+from infra.events import decodable
 
 
 class UnknownTask(LookupError):
@@ -37,11 +36,7 @@ class TaskCatalog:
             start = self._next.get(partition, 0)
             if start >= end:
                 continue
-            for record in self._bus.replay(TOPIC_TASKS, from_offset=start, partition=partition):
-                try:
-                    event = from_record(record)
-                except SchemaError:
-                    continue
+            for event in decodable(self._bus.replay(TOPIC_TASKS, from_offset=start, partition=partition)):
                 if isinstance(event, TaskSpecified):
                     self._tasks[event.task_id] = event
                 elif isinstance(event, TaskRetired):

@@ -88,3 +88,14 @@ def test_loss_covers_only_the_models_output_and_its_end_token() -> None:
     context = [t for t, m in zip(row["input_ids"], row["completion_mask"]) if not m]
     assert tokenizer.decode(supervised) == completion + "<|im_end|>"
     assert len(context) == 64 and tokenizer.decode(context).endswith("<|im_start|>assistant\n")
+
+
+def test_undecodable_records_on_the_log_are_skipped_not_fatal(seeded) -> None:
+    from infra.bus.records import OutgoingRecord
+
+    ports, config = seeded
+    clean = read_log(ports.bus)
+    ports.bus.publish(OutgoingRecord("episodes", b'{"event_type": "EpisodeEnded", "schema_version": 99}', key=b"x"))
+    log = read_log(ports.bus)
+    assert set(log.episodes) == set(clean.episodes)
+    assert sum(log.offsets.values()) == sum(clean.offsets.values()) + 1
