@@ -31,6 +31,7 @@ from bus_schemas.events import (
     FailureDiagnosed,
     HarnessRevisionDecided,
     HarnessRevisionProposed,
+    HarnessRevisionSkipped,
     HarnessVersionPublished,
     InitialConditions,
     MemoryFact,
@@ -341,6 +342,12 @@ def build_examples() -> dict[str, Event]:
             decided_by="auto-ab",
             reason="dev overall +0.04",
             metrics={"dev_overall_delta": 0.04},
+        ),
+        HarnessRevisionSkipped(
+            **_envelope(41, "harness-reviser"),
+            harness_name="default",
+            base_version="3",
+            reason="no failure category with >= 2 diagnoses this round",
         ),
         HarnessVersionPublished(
             **_envelope(24, "harness-service"),

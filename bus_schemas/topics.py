@@ -96,7 +96,7 @@ TOPICS: dict[str, TopicSpec] = {
             1,
             KEEP_FOREVER,
             "harness_name",
-            ("HarnessRevisionProposed", "HarnessRevisionDecided", "HarnessVersionPublished"),
+            ("HarnessRevisionProposed", "HarnessRevisionDecided", "HarnessRevisionSkipped", "HarnessVersionPublished"),
             "Harness revisions and published versions.",
         ),
         TopicSpec(TOPIC_ROUNDS, 1, KEEP_FOREVER, "run_id", ("RoundStarted", "RoundCompleted"), "Rounds of the loop."),

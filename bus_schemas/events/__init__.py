@@ -23,7 +23,12 @@ from bus_schemas.events.episodes import (
     ObservationReturned,
     TrustLevel,
 )
-from bus_schemas.events.harness import HarnessRevisionDecided, HarnessRevisionProposed, HarnessVersionPublished
+from bus_schemas.events.harness import (
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessRevisionSkipped,
+    HarnessVersionPublished,
+)
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.rounds import RoundCompleted, RoundStarted
 from bus_schemas.events.sampling import SamplingPlanUpdated, TaskGenerationRequested
@@ -84,6 +89,7 @@ ALL_EVENTS: tuple[type[Event], ...] = (
     RewardScheduleSelected,
     HarnessRevisionProposed,
     HarnessRevisionDecided,
+    HarnessRevisionSkipped,
     HarnessVersionPublished,
     RoundStarted,
     RoundCompleted,
@@ -115,6 +121,7 @@ __all__ = [
     "FailureDiagnosed",
     "HarnessRevisionDecided",
     "HarnessRevisionProposed",
+    "HarnessRevisionSkipped",
     "HarnessVersionPublished",
     "InitialConditions",
     "MemoryFact",

@@ -38,6 +38,16 @@ class HarnessRevisionDecided(Event):
     metrics: dict[str, float] = Field(default_factory=dict)
 
 
+class HarnessRevisionSkipped(Event):
+    """The reviser looked at a round's dev results and diagnoses and found nothing worth proposing."""
+
+    event_type: Literal["HarnessRevisionSkipped"] = "HarnessRevisionSkipped"
+    schema_version: Literal[1] = 1
+    harness_name: Name
+    base_version: Name
+    reason: Text
+
+
 class HarnessVersionPublished(Event):
     """A new harness version is live; workers pick it up for rollouts that name it."""
 

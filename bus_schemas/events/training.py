@@ -99,6 +99,7 @@ class DevSetEvaluated(Event):
     model_version: Name
     harness_version: Name
     split: Split = "dev"
+    evaluates: Literal["model", "harness"] = "model"  # what changed: a new model version or a harness revision
     per_category: dict[Capability, CategoryScore]
     overall: Probability
     tokens_per_task: Annotated[float, Field(ge=0.0)]
