@@ -30,6 +30,7 @@ class HarnessRegistry(Protocol):
     def register_version(self, name: str, run_id: str, artifact_path: str, *, tags=None): ...
     def set_alias(self, name: str, alias: str, version: str) -> None: ...
     def resolve(self, ref: str): ...
+    def versions(self, name: str) -> list: ...
 
 
 def config_bytes(config: HarnessConfig) -> bytes:
@@ -51,17 +52,20 @@ def publish_harness_version(
     """Register ``config`` as a new version of harness ``config.name``, set ``aliases``, return the event.
 
     The event's ``harness_version`` is the label ``name/N`` that rollouts record as the harness version.
+    Idempotent per ``revision_id``: a revision already registered under ``config.name`` is not registered again.
     """
     blob = blobs.put(config_bytes(config), "application/json")
-    tags = {"digest": config.digest(), "blob_sha256": blob.sha256, "flywheel_run_id": run_id}
-    if parent_version:
-        tags["parent_version"] = parent_version
-    if revision_id:
-        tags["revision_id"] = revision_id
-    mlflow_run = registry.start_run(EXPERIMENT, run_name=f"{config.name}-{config.digest()[7:19]}", tags=tags)
-    registry.log_dict(mlflow_run, orjson.loads(config_bytes(config)), CONFIG_FILE)
-    registry.end_run(mlflow_run)
-    version = registry.register_version(config.name, mlflow_run, "harness", tags=tags)
+    version = find_version(registry, config.name, "revision_id", revision_id) if revision_id else None
+    if version is None:
+        tags = {"digest": config.digest(), "blob_sha256": blob.sha256, "flywheel_run_id": run_id}
+        if parent_version:
+            tags["parent_version"] = parent_version
+        if revision_id:
+            tags["revision_id"] = revision_id
+        mlflow_run = registry.start_run(EXPERIMENT, run_name=f"{config.name}-{config.digest()[7:19]}", tags=tags)
+        registry.log_dict(mlflow_run, orjson.loads(config_bytes(config)), CONFIG_FILE)
+        registry.end_run(mlflow_run)
+        version = registry.register_version(config.name, mlflow_run, "harness", tags=tags)
     for alias in aliases:
         registry.set_alias(config.name, alias, version.version)
     return HarnessVersionPublished(
@@ -73,6 +77,11 @@ def publish_harness_version(
         config=blob,
         revision_id=revision_id,
     )
+
+
+def find_version(registry: HarnessRegistry, name: str, tag: str, value: str):
+    """The first version of ``name`` whose tag ``tag`` equals ``value``, or None."""
+    return next((v for v in registry.versions(name) if v.tags.get(tag) == value), None)
 
 
 def load_harness_version(registry: HarnessRegistry, ref: str) -> tuple[HarnessConfig, str]:

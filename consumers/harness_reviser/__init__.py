@@ -1,0 +1,1 @@
+"""The harness reviser: turns a round's failure clusters and dev scores into harness revisions, gated and published."""

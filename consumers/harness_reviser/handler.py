@@ -1,0 +1,152 @@
+"""Pure decisions of the reviser: which cluster to act on, the revision it proposes, and the events that say so.
+
+Clusters are ranked by size, then by the dev success of the capability most of their tasks belong to
+(weaker first), then by taxonomy order; the first whose template yields a patch that applies to the base
+config is proposed. One revision per round, so each can be evaluated on dev on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import Event, Producer, correlate
+from bus_schemas.events import (
+    DevSetEvaluated,
+    FailureDiagnosed,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessRevisionSkipped,
+    TaskSpecified,
+)
+from consumers.harness_reviser.config import ReviserConfig
+from consumers.harness_reviser.rules import TEMPLATES, Cluster, Draft, ToolDocs
+from harness_service.config import HarnessConfig
+from harness_service.revisions import AddInstruction, InvalidPatch, Patch, apply, patch_digest
+
+VERSION = "0.1.0"
+AUTO = "auto:"
+
+
+class Writer(Protocol):
+    name: str
+
+    def write(self, cluster: Cluster, template: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Proposal:
+    cluster: Cluster
+    patch: Patch
+    revised: HarnessConfig
+    summary: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+def clusters(diagnoses: Sequence[FailureDiagnosed], tasks: Mapping[str, TaskSpecified]) -> dict[str, Cluster]:
+    """Diagnoses grouped by attribution, in log order."""
+    groups: dict[str, list[FailureDiagnosed]] = {}
+    for d in diagnoses:
+        groups.setdefault(d.attribution, []).append(d)
+    return {cat: Cluster(cat, tuple(ds), tasks) for cat, ds in groups.items()}  # type: ignore[arg-type]
+
+
+def _capability(cluster: Cluster) -> str | None:
+    caps = Counter(t.category for d in cluster.diagnoses if (t := cluster.tasks.get(d.task_id)) is not None)
+    return min(caps, key=lambda c: (-caps[c], c)) if caps else None
+
+
+def _dev_rate(dev: DevSetEvaluated, capability: str | None) -> float:
+    score = dev.per_category.get(capability) if capability else None  # type: ignore[call-overload]
+    return score.success_rate if score is not None else 1.0
+
+
+def _with_writer(draft: Draft, cluster: Cluster, base: HarnessConfig, writer: Writer | None) -> tuple[Patch, str]:
+    if writer is None or not isinstance(draft.patch, AddInstruction):
+        return draft.patch, "template"
+    text = writer.write(cluster, draft.patch.text)
+    if text is None:
+        return draft.patch, f"template ({writer.name} gave no usable instruction)"
+    patch = AddInstruction(text=text)
+    try:
+        apply(base, patch)
+    except InvalidPatch as exc:
+        return draft.patch, f"template ({writer.name}: {exc})"
+    return patch, writer.name
+
+
+def choose(
+    dev: DevSetEvaluated, diagnoses: Sequence[FailureDiagnosed], tasks: Mapping[str, TaskSpecified],
+    base: HarnessConfig, cfg: ReviserConfig, docs: ToolDocs, writer: Writer | None = None,
+) -> Proposal | Skip:
+    """The revision for this round, or why there is none."""
+    found = clusters(diagnoses, tasks)
+    counts = ", ".join(f"{c} {len(found[c].diagnoses)}" for c in sorted(found)) or "none"
+    order = list(TEMPLATES)
+    eligible = sorted(
+        (c for c in found.values() if c.category in TEMPLATES and len(c.diagnoses) >= cfg.min_cluster),
+        key=lambda c: (-len(c.diagnoses), _dev_rate(dev, _capability(c)), order.index(c.category)),
+    )
+    if not eligible:
+        return Skip(f"no fixable failure category reached min_cluster={cfg.min_cluster} in round {dev.round} (diagnoses: {counts})")
+    for cluster in eligible:
+        draft = TEMPLATES[cluster.category](cluster, base, docs)
+        if draft is None:
+            continue
+        patch, author = _with_writer(draft, cluster, base, writer)
+        try:
+            revised = apply(base, patch)
+        except InvalidPatch:
+            continue
+        return Proposal(cluster, patch, revised, _summary(dev, cluster, draft, patch, author, len(diagnoses)))
+    return Skip(f"every revision the clusters call for is already in the base harness (diagnoses: {counts})")
+
+
+def _summary(dev: DevSetEvaluated, cluster: Cluster, draft: Draft, patch: Patch, author: str, total: int) -> str:
+    capability = _capability(cluster)
+    dev_part = f"dev overall {dev.overall:.2f}" + (f", {capability} {_dev_rate(dev, capability):.2f}" if capability else "")
+    examples = "; ".join(cluster.examples())
+    return (f"{cluster.category}: {len(cluster.diagnoses)} of {total} diagnoses in round {dev.round} ({dev_part}); "
+            f"{draft.why}. {patch.kind} by {author}. Examples: {examples}")[:16384]
+
+
+def revision_id(harness_name: str, base_version: str, round_: int | None, patch: Patch) -> str:
+    """Stable for the same base, round and patch: a redelivered or replayed input names the same revision."""
+    digest = hashlib.sha256(f"{base_version}\0{round_}\0{patch_digest(patch)}".encode()).hexdigest()
+    return f"{harness_name}-r{round_}-{digest[:12]}"
+
+
+def proposed(dev: DevSetEvaluated, base_version: str, base: HarnessConfig, proposal: Proposal, patch_ref: BlobRef,
+             producer: Producer) -> HarnessRevisionProposed:
+    return HarnessRevisionProposed(
+        producer=producer, **correlate(dev), harness_name=base.name,
+        revision_id=revision_id(base.name, base_version, dev.round, proposal.patch), base_version=base_version,
+        patch=patch_ref, summary=proposal.summary, targets=[proposal.cluster.category],
+        motivated_by=[d.event_id for d in proposal.cluster.diagnoses],
+    )
+
+
+def auto_decided(dev: DevSetEvaluated, revision: HarnessRevisionProposed, kind: str, producer: Producer) -> HarnessRevisionDecided:
+    return HarnessRevisionDecided(
+        producer=producer, **correlate(dev), harness_name=revision.harness_name, revision_id=revision.revision_id,
+        decision="accepted", decided_by=f"{AUTO}{kind}", reason=f"change kind {kind} is allow-listed for auto-approval",
+    )
+
+
+def skipped(dev: DevSetEvaluated, harness_name: str, base_version: str, reason: str, producer: Producer) -> HarnessRevisionSkipped:
+    return HarnessRevisionSkipped(producer=producer, **correlate(dev), harness_name=harness_name, base_version=base_version, reason=reason)
+
+
+def is_input(event: Event) -> bool:
+    """What the reviser acts on: a model's dev results, or a human's acceptance of a proposal."""
+    if isinstance(event, DevSetEvaluated):
+        return event.evaluates == "model" and event.split == "dev"
+    return isinstance(event, HarnessRevisionDecided) and event.decision == "accepted" and not event.decided_by.startswith(AUTO)

@@ -1,0 +1,65 @@
+"""Model-written instruction text: a configured policy rewrites a template's instruction from the cluster's evidence.
+
+The model's reply is used only when it is one short plain line (what ``AddInstruction`` accepts, at least three
+words, no markup); anything else falls back to the template. A policy that cannot be called raises, so the
+runner retries the input rather than silently changing what it would have proposed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from harness_service.context.messages import ChatMessage
+from harness_service.policy.base import Policy
+from harness_service.revisions import AddInstruction
+from consumers.harness_reviser.rules import Cluster
+
+SYSTEM = (
+    "You improve the instructions of a phone-app planner agent. Reply with ONE short imperative sentence "
+    "(at most 160 characters) that would prevent the failures described. No quotes, no markup."
+)
+_PREFIX = re.compile(r"^(instruction|answer|sentence)\s*:\s*", re.IGNORECASE)
+_MARKUP = re.compile(r"[<>{}\[\]`]")
+
+
+class ModelWriter:
+    """Asks ``policy`` for the instruction text of an ``add_instruction`` draft."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.name = policy.name
+
+    def prompt(self, cluster: Cluster, template: str) -> list[ChatMessage]:
+        examples = "\n".join(f"- {e}" for e in cluster.examples())
+        user = (f"Failure category: {cluster.category} ({len(cluster.diagnoses)} failed episodes).\n"
+                f"Examples:\n{examples}\nA generic fix would be: {template}\nWrite the instruction.")
+        return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
+
+    def write(self, cluster: Cluster, template: str) -> str | None:
+        """The model's instruction, or None when its reply is not a usable instruction."""
+        return clean(self.policy.generate(self.prompt(cluster, template)).text)
+
+
+def clean(reply: str) -> str | None:
+    """The first non-empty line without quotes or a label prefix, if it is a valid short instruction."""
+    line = next((part.strip() for part in reply.splitlines() if part.strip()), "")
+    line = _PREFIX.sub("", line).strip().strip("\"'").strip()
+    if len(line.split()) < 3 or _MARKUP.search(line):
+        return None
+    try:
+        return AddInstruction(text=line).text
+    except ValidationError:
+        return None
+
+
+def load_writer(ref: str, registry, bus, cache_dir: Path) -> ModelWriter:
+    """A writer over the model ``ref`` (``models:/name@alias``, ``name/N`` or ``local:/path``), loaded once."""
+    from producers.rollout.versions import SCRIPTED, VersionResolver
+
+    if ref in SCRIPTED:
+        raise ValueError(f"{ref!r} is a per-task scripted policy; give the reviser a model ref")
+    factory = VersionResolver(registry, bus, cache_dir).policy(ref)
+    return ModelWriter(factory(None))  # type: ignore[arg-type]  # model policies ignore the task

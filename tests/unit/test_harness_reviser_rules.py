@@ -1,0 +1,143 @@
+"""The reviser's rule templates (one per category) and its choice among clusters, on crafted diagnoses."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from bus_schemas.envelope import Producer
+from bus_schemas.events import CategoryScore, DevSetEvaluated, FailureDiagnosed, TaskSpecified, overall_score
+from consumers.harness_reviser import rules
+from consumers.harness_reviser.config import ReviserConfig
+from consumers.harness_reviser.handler import Proposal, Skip, choose
+from consumers.harness_reviser.spec import sandbox_docs
+from consumers.harness_reviser.writer import ModelWriter, clean
+from harness_service.config import HarnessConfig, MemoryPolicy
+from harness_service.policy.scripted import ScriptedPolicy
+from harness_service.revisions import AddInstruction, AddSkill, EditSkill, SetBudgets, SetMemoryPolicy, apply, skill_notes
+from producers.tasks import build_task_suite
+
+pytestmark = pytest.mark.unit
+P = Producer(service="test", version="0")
+BASE = HarnessConfig(name="tiny-planner", instructions="You operate phone apps through tools.")
+
+
+@lru_cache(maxsize=1)
+def train() -> tuple[TaskSpecified, ...]:
+    return tuple(t for t in build_task_suite("run-test") if t.split == "train")
+
+
+def tasks_of(apps: list[str], n: int) -> list[TaskSpecified]:
+    return [t for t in train() if t.apps == apps][:n]
+
+
+def diagnosed(category: str, tasks: list[TaskSpecified], round_: int = 1) -> list[FailureDiagnosed]:
+    return [FailureDiagnosed(producer=P, run_id="run-r", round=round_, task_id=t.task_id, episode_id=f"ep-{category}-{i}",
+                             attribution=category, explanation=f"{category} failure {i}", confidence=0.8, diagnoser_version="v")
+            for i, t in enumerate(tasks)]
+
+
+def dev(rates: dict[str, float] | None = None) -> DevSetEvaluated:
+    rates = {"tool_use": 0.5, "memory": 0.5, "skills": 0.5, "sub_agent": 0.5, **(rates or {})}
+    return DevSetEvaluated(producer=P, run_id="run-r", round=1, model_name="planner", model_version="1", harness_version="tiny-planner/1",
+                           per_category={k: CategoryScore(success_rate=v, tasks=8) for k, v in rates.items()},
+                           overall=overall_score(rates), tokens_per_task=1.0, tool_calls_per_task=1.0)
+
+
+def cluster(category: str, tasks: list[TaskSpecified]) -> rules.Cluster:
+    return rules.Cluster(category, tuple(diagnosed(category, tasks)), {t.task_id: t for t in tasks})  # type: ignore[arg-type]
+
+
+def template(category: str, tasks: list[TaskSpecified], base: HarnessConfig = BASE) -> rules.Draft | None:
+    return rules.TEMPLATES[category](cluster(category, tasks), base, sandbox_docs)
+
+
+@pytest.mark.parametrize("category, text", [
+    ("argument_grounding", rules.GROUNDING), ("premature_termination", rules.FINISH),
+    ("hallucinated_completion", rules.FACTS), ("recovery", rules.RECOVERY),
+])
+def test_instruction_templates_add_their_line_once(category, text):
+    draft = template(category, tasks_of(["clock"], 3))
+    assert draft is not None and draft.patch == AddInstruction(text=text)
+    revised = apply(BASE, draft.patch)
+    assert text in revised.instructions and len(text) <= 80
+    again = template(category, tasks_of(["clock"], 3), revised)
+    assert again is None or again.patch.kind != "add_instruction"  # never repeats what the base already says
+
+
+def test_recovery_raises_the_step_budget_once_the_instruction_is_there():
+    base = apply(BASE, AddInstruction(text=rules.RECOVERY))
+    draft = template("recovery", tasks_of(["clock"], 3), base)
+    assert draft is not None and draft.patch == SetBudgets(max_steps=base.budgets.max_steps + 5)
+    capped = base.model_copy(update={"budgets": base.budgets.model_copy(update={"max_steps": rules.MAX_STEPS})})
+    assert template("recovery", tasks_of(["clock"], 3), capped) is None
+
+
+def test_state_tracking_changes_the_memory_policy_then_falls_back_to_an_instruction():
+    draft = template("state_tracking", tasks_of(["clock"], 3))
+    assert draft is not None and draft.patch == SetMemoryPolicy(enabled=True, retrieve_top_k=BASE.memory.retrieve_top_k + 2)
+    off = BASE.model_copy(update={"memory": MemoryPolicy(enabled=False, retrieve_top_k=0)})
+    assert template("state_tracking", tasks_of(["clock"], 3), off).patch == SetMemoryPolicy(enabled=True, retrieve_top_k=2)
+    full = BASE.model_copy(update={"memory": MemoryPolicy(retrieve_top_k=rules.MAX_TOP_K)})
+    assert template("state_tracking", tasks_of(["clock"], 3), full).patch == AddInstruction(text=rules.STATE)
+
+
+def test_tool_routing_on_one_app_adds_a_skill_note_naming_tools_of_that_app():
+    draft = template("tool_routing", tasks_of(["clock"], 4))
+    assert draft is not None and isinstance(draft.patch, AddSkill) and draft.patch.name == "clock"
+    assert draft.patch.tools and all(tool.startswith("clock.") for tool in draft.patch.tools)
+    assert "clock.set_alarm" in draft.patch.tools  # the goals are "Set an alarm for ..."
+    revised = apply(BASE, draft.patch)
+    assert template("tool_routing", tasks_of(["clock"], 4), revised).patch == AddInstruction(text=rules.ROUTING)
+    stale = apply(BASE, AddSkill(name="clock", tools=["clock.list_alarms"]))
+    edit = template("tool_routing", tasks_of(["clock"], 4), stale)
+    assert isinstance(edit.patch, EditSkill) and skill_notes(apply(stale, edit.patch))["clock"] == skill_notes(revised)["clock"]
+
+
+def test_tool_routing_spread_over_apps_adds_a_routing_instruction():
+    spread = tasks_of(["clock"], 1) + tasks_of(["weather"], 1) + tasks_of(["food"], 1) + tasks_of(["travel"], 1)
+    assert template("tool_routing", spread).patch == AddInstruction(text=rules.ROUTING)
+
+
+def _choose(diagnoses, base=BASE, cfg=ReviserConfig(), dev_result=None, writer=None):
+    tasks = {t.task_id: t for t in train()}
+    return choose(dev_result or dev(), diagnoses, {d.task_id: tasks[d.task_id] for d in diagnoses}, base, cfg, sandbox_docs, writer)
+
+
+def test_nothing_reaching_min_cluster_is_a_skip_naming_the_counts():
+    result = _choose(diagnosed("recovery", tasks_of(["clock"], 2)) + diagnosed("environment_error", tasks_of(["food"], 5)))
+    assert isinstance(result, Skip) and "min_cluster=3" in result.reason and "recovery 2" in result.reason
+    assert isinstance(_choose(diagnosed("recovery", tasks_of(["clock"], 2)), cfg=ReviserConfig(min_cluster=2)), Proposal)
+
+
+def test_the_largest_cluster_wins_and_ties_go_to_the_weaker_dev_capability():
+    memory = [t for t in train() if t.category == "memory"][:3]
+    tool_use = [t for t in train() if t.category == "tool_use"][:3]
+    big = _choose(diagnosed("recovery", tool_use) + diagnosed("argument_grounding", tool_use[:2] + memory))
+    assert isinstance(big, Proposal) and big.cluster.category == "argument_grounding"  # 5 vs 3
+    tie = diagnosed("premature_termination", tool_use) + diagnosed("recovery", memory)
+    weak_memory = _choose(tie, dev_result=dev({"memory": 0.1, "tool_use": 0.9}))
+    weak_tools = _choose(tie, dev_result=dev({"memory": 0.9, "tool_use": 0.1}))
+    assert weak_memory.cluster.category == "recovery" and weak_tools.cluster.category == "premature_termination"
+    assert "dev overall" in weak_memory.summary and list(weak_memory.cluster.diagnoses) == tie[3:]
+
+
+def test_a_cluster_whose_fix_is_already_in_the_base_yields_to_the_next():
+    base = apply(BASE, AddInstruction(text=rules.GROUNDING))
+    ds = diagnosed("argument_grounding", tasks_of(["clock"], 5)) + diagnosed("premature_termination", tasks_of(["clock"], 3))
+    result = _choose(ds, base=base)
+    assert isinstance(result, Proposal) and result.patch == AddInstruction(text=rules.FINISH)
+    only = _choose(ds[:5], base=base)
+    assert isinstance(only, Skip) and "already in the base" in only.reason
+
+
+def test_a_configured_model_writes_the_instruction_and_bad_output_falls_back_to_the_template():
+    ds = diagnosed("argument_grounding", tasks_of(["clock"], 3))
+    written = _choose(ds, writer=ModelWriter(ScriptedPolicy(["Use the exact alarm time and label from the goal."], "writer")))
+    assert written.patch == AddInstruction(text="Use the exact alarm time and label from the goal.")
+    assert "scripted:writer" in written.summary
+    for bad in ['<action>{"tool": "x"}</action>', "ok", "x" * 300, BASE.instructions]:
+        fallback = _choose(ds, writer=ModelWriter(ScriptedPolicy([bad], "writer")))
+        assert fallback.patch == AddInstruction(text=rules.GROUNDING) and "template" in fallback.summary
+    assert clean('Instruction: "Check ids twice before acting."\nmore') == "Check ids twice before acting."

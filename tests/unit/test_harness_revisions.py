@@ -1,0 +1,101 @@
+"""Harness patches: each change kind applied to a config, and the patches that must be refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness_service.config import HarnessConfig
+from harness_service.revisions import (
+    CHANGE_KINDS,
+    AddInstruction,
+    AddSkill,
+    EditInstruction,
+    EditSkill,
+    InvalidPatch,
+    SetBudgets,
+    SetMemoryPolicy,
+    apply,
+    parse_patch,
+    patch_bytes,
+    patch_digest,
+    skill_notes,
+)
+
+pytestmark = pytest.mark.unit
+BASE = HarnessConfig(name="tiny", instructions="Act with tools. Finish when done.")
+
+
+def test_add_instruction_appends_a_line_and_keeps_everything_else():
+    revised = apply(BASE, AddInstruction(text="Copy ids exactly."))
+    assert revised.instructions == "Act with tools. Finish when done.\nCopy ids exactly."
+    assert revised.memory == BASE.memory and revised.budgets == BASE.budgets and revised.name == BASE.name
+    assert revised.digest() != BASE.digest()
+
+
+def test_edit_instruction_replaces_the_exact_passage():
+    revised = apply(BASE, EditInstruction(old="Finish when done.", new="Finish only when the goal holds."))
+    assert revised.instructions == "Act with tools. Finish only when the goal holds."
+    with pytest.raises(InvalidPatch, match="do not contain"):
+        apply(BASE, EditInstruction(old="Never here.", new="Something else."))
+
+
+def test_skill_notes_are_added_then_edited_not_duplicated():
+    added = apply(BASE, AddSkill(name="contacts", tools=["contacts.search_contacts", "contacts.update_phone"]))
+    assert skill_notes(added) == {"contacts": "Skill contacts: use contacts.search_contacts, contacts.update_phone."}
+    with pytest.raises(InvalidPatch, match="already has a note"):
+        apply(added, AddSkill(name="contacts", tools=["contacts.get_contact"]))
+    edited = apply(added, EditSkill(name="contacts", tools=["contacts.get_contact"], note="Search first."))
+    assert skill_notes(edited) == {"contacts": "Skill contacts: use contacts.get_contact. Search first."}
+    assert edited.instructions.startswith(BASE.instructions) and edited.instructions.count("Skill ") == 1
+    with pytest.raises(InvalidPatch, match="no note to edit"):
+        apply(BASE, EditSkill(name="email", tools=["email.send"]))
+
+
+def test_memory_and_budget_changes_set_only_the_given_fields():
+    revised = apply(BASE, SetMemoryPolicy(retrieve_top_k=7))
+    assert revised.memory.retrieve_top_k == 7 and revised.memory.enabled == BASE.memory.enabled
+    revised = apply(BASE, SetBudgets(max_steps=40, max_invalid_actions=5))
+    assert (revised.budgets.max_steps, revised.budgets.max_invalid_actions) == (40, 5)
+    assert revised.budgets.context_tokens == BASE.budgets.context_tokens
+
+
+@pytest.mark.parametrize(
+    "patch, reason",
+    [
+        (AddInstruction(text="Act with tools."), "already say"),
+        (SetMemoryPolicy(retrieve_top_k=BASE.memory.retrieve_top_k), "changes nothing"),
+        (SetMemoryPolicy(retrieve_top_k=500), "retrieve_top_k"),
+        (SetBudgets(max_steps=0), "max_steps"),
+        (SetBudgets(), "sets no field"),
+    ],
+)
+def test_patches_that_do_not_fit_the_base_are_refused(patch, reason):
+    with pytest.raises(InvalidPatch, match=reason):
+        apply(BASE, patch)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kind": "rewrite_everything", "text": "x"},
+        {"kind": "add_instruction", "text": "two\nlines"},
+        {"kind": "add_instruction", "text": "x" * 161},
+        {"kind": "add_instruction", "text": "Skill contacts: use contacts.x."},
+        {"kind": "add_instruction", "text": "ok", "extra": 1},
+        {"kind": "add_skill", "name": "Contacts!", "tools": ["contacts.get_contact"]},
+        {"kind": "add_skill", "name": "contacts", "tools": []},
+    ],
+)
+def test_malformed_patches_are_rejected_with_a_clear_error(data):
+    with pytest.raises(InvalidPatch, match="invalid harness patch"):
+        parse_patch(data)
+
+
+def test_patch_json_round_trips_canonically_for_every_kind():
+    patches = [AddInstruction(text="Be exact."), EditInstruction(old="a", new="Be b."), AddSkill(name="maps", tools=["maps.route"]),
+               EditSkill(name="maps", tools=["maps.route"], note="Route first."), SetMemoryPolicy(enabled=False), SetBudgets(max_steps=9)]
+    assert sorted(p.kind for p in patches) == sorted(CHANGE_KINDS)
+    for patch in patches:
+        assert parse_patch(patch_bytes(patch)) == patch
+        assert patch_digest(parse_patch(patch_bytes(patch))) == patch_digest(patch)
+    assert patch_bytes(SetBudgets(max_steps=9)) == b'{"kind":"set_budgets","max_steps":9}'
