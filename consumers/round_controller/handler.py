@@ -1,20 +1,30 @@
 """Pure round logic. Each function takes the event in hand plus what the log holds for its round.
 
 A round: RoundStarted -> (reweighter) SamplingPlanUpdated -> RolloutRequested x planned -> episodes are
-verified and curated -> enough admitted data ? TrainingRequested : RoundCompleted -> (learner)
-ModelVersionRegistered -> dev RolloutRequested -> DevSetEvaluated -> RoundCompleted -> next RoundStarted.
+verified and curated -> enough admitted data ? TrainingRequested : RoundCompleted -> (trainer)
+ModelVersionRegistered -> dev RolloutRequested -> (dev evaluator) DevSetEvaluated -> [with a harness
+reviser: HarnessRevisionSkipped, or Proposed (waiting for a human), or Proposed+Decided+Published ->
+dev RolloutRequested of the revision -> DevSetEvaluated] -> RoundCompleted -> next RoundStarted, which
+carries the best model and harness versions of the run so far (by dev Overall).
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from dataclasses import dataclass
+from typing import Literal
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bus_schemas.envelope import Event, Producer, correlate
 from bus_schemas.events import (
     Budgets,
+    DevSetEvaluated,
     EpisodeVerified,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessRevisionSkipped,
+    HarnessVersionPublished,
     RolloutRequested,
     RoundCompleted,
     RoundStarted,
@@ -22,18 +32,26 @@ from bus_schemas.events import (
     TaskSpecified,
     TrainingRequested,
 )
+from consumers.dev_evaluator.handler import Kind, group_id, is_better
 
 VERSION = "0.1.0"
 
 
-@dataclass(frozen=True)
-class RoundConfig:
-    """How long the loop runs and when it trains."""
+class RoundConfig(BaseSettings):
+    """How long the loop runs and when it trains; ``FLYWHEEL_ROUND_<FIELD>`` env vars override the defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="FLYWHEEL_ROUND_", frozen=True, extra="forbid")
 
     max_rounds: int = 3
     min_admitted_for_training: int = 32
     model_name: str = "planner"
-    algorithm: str = "rl"
+    algorithm: Literal["sft", "rl"] = "rl"
+    planned_rollouts: int | None = None
+    """Rollouts of the rounds after the first (None: as many as the first)."""
+    dev_per_category: int | None = None
+    """Dev tasks per category in each dev evaluation (None: the whole dev split)."""
+    await_harness_revision: bool = False
+    """Close a round only after the harness reviser has answered its dev evaluation (set when one runs)."""
 
 
 def start_round(run_id: str, round_: int, policy_version: str, harness_version: str, planned_rollouts: int, producer: Producer) -> RoundStarted:
@@ -66,9 +84,19 @@ def schedule(plan: SamplingPlanUpdated, started: RoundStarted, train: list[TaskS
     ]
 
 
-def evaluate(cause: Event, started: RoundStarted, dev: list[TaskSpecified], policy_version: str, harness_version: str, producer: Producer) -> list[RolloutRequested]:
+def dev_slice(dev: list[TaskSpecified], per_category: int | None) -> list[TaskSpecified]:
+    """The first ``per_category`` dev tasks of each category in task-id order (all with None)."""
+    chosen: list[TaskSpecified] = []
+    for category in sorted({t.category for t in dev}):
+        pool = sorted((t for t in dev if t.category == category), key=lambda t: t.task_id)
+        chosen += pool if per_category is None else pool[:per_category]
+    return chosen
+
+
+def evaluate(cause: Event, started: RoundStarted, dev: list[TaskSpecified], policy_version: str, harness_version: str,
+             producer: Producer, kind: Kind = "model") -> list[RolloutRequested]:
     """One rollout per dev task for a new model or harness version; ids derive from the versions."""
-    group = f"dev-eval/{policy_version}/{harness_version}"
+    group = group_id(kind, policy_version, harness_version)
     return [
         RolloutRequested(
             producer=producer, run_id=started.run_id, round=started.round, causation_id=cause.event_id, task_id=t.task_id,
@@ -85,25 +113,60 @@ def after_curation(cause: Event, started: RoundStarted, admitted: int, verdicts:
     if admitted >= cfg.min_admitted_for_training:
         return TrainingRequested(producer=producer, **correlate(cause) | {"task_id": None, "episode_id": None},
                                  model_name=cfg.model_name, algorithm=cfg.algorithm,  # type: ignore[arg-type]
-                                 base_model_version=started.policy_version, admitted_trajectories=admitted)
+                                 base_model_version=None if started.policy_version.startswith("scripted:") else started.policy_version,
+                                 admitted_trajectories=admitted)
     return complete(cause, started, verdicts, producer)
 
 
+def harness_settled(round_: int, harness: list[Event], evaluations: list[DevSetEvaluated]) -> bool:
+    """Has the reviser answered round ``round_``: skipped, rejected, left a proposal to a human, or had its
+    published revision evaluated on dev?"""
+    mine = [e for e in harness if e.round == round_]
+    if any(isinstance(e, HarnessRevisionSkipped) for e in mine):
+        return True
+    proposed = {e.revision_id for e in mine if isinstance(e, HarnessRevisionProposed)}
+    decided = {e.revision_id: e for e in mine if isinstance(e, HarnessRevisionDecided)}
+    published = {e.harness_version for e in mine if isinstance(e, HarnessVersionPublished) and e.revision_id in proposed}
+    evaluated = {e.harness_version for e in evaluations if e.evaluates == "harness" and e.round == round_}
+    if not proposed:
+        return False
+    waiting_for_a_human = proposed - decided.keys()
+    rejected = {r for r, d in decided.items() if d.decision == "rejected"}
+    return bool(waiting_for_a_human or rejected) or (bool(published) and published <= evaluated)
+
+
+def best_versions(started: RoundStarted, evaluations: list[DevSetEvaluated]) -> tuple[str, str]:
+    """(policy, harness) refs for the next round: the versions that beat their baselines (as the dev evaluator promotes)."""
+    policy, harness = started.policy_version, started.harness_version
+    earlier: list[DevSetEvaluated] = []
+    for e in evaluations:
+        if is_better(e, earlier):
+            if e.evaluates == "model":
+                policy = f"{e.model_name}/{e.model_version}"
+            else:
+                harness = e.harness_version
+        earlier.append(e)
+    return policy, harness
+
+
 def complete(cause: Event, started: RoundStarted, verdicts: list[EpisodeVerified], producer: Producer,
-             model_version: str | None = None, dev_overall: float | None = None) -> RoundCompleted:
+             model_version: str | None = None, dev_overall: float | None = None,
+             harness_version: str | None = None) -> RoundCompleted:
     judged = [v for v in verdicts if v.outcome != "error"]
     return RoundCompleted(
         producer=producer, run_id=started.run_id, round=started.round, causation_id=cause.event_id,
         episodes=len(verdicts), success_rate=sum(v.outcome == "success" for v in judged) / len(judged) if judged else 0.0,
-        model_version_out=model_version, dev_overall=dev_overall,
+        model_version_out=model_version, harness_version_out=harness_version, dev_overall=dev_overall,
         wall_time_s=max(0.0, (cause.occurred_at - started.occurred_at).total_seconds()),
     )
 
 
-def next_round(done: RoundCompleted, started: RoundStarted, cfg: RoundConfig, producer: Producer) -> list[RoundStarted]:
+def next_round(done: RoundCompleted, started: RoundStarted, cfg: RoundConfig, producer: Producer,
+               evaluations: list[DevSetEvaluated] = ()) -> list[RoundStarted]:  # type: ignore[assignment]
+    """The next RoundStarted with the run's best model and harness so far; none after ``max_rounds``."""
     if done.round + 1 >= cfg.max_rounds:
         return []
+    policy, harness = best_versions(started, [e for e in evaluations if e.round is not None and e.round <= done.round])
     return [RoundStarted(producer=producer, run_id=done.run_id, round=done.round + 1, causation_id=done.event_id,
-                         policy_version=done.model_version_out or started.policy_version,
-                         harness_version=done.harness_version_out or started.harness_version,
-                         planned_rollouts=started.planned_rollouts)]
+                         policy_version=policy, harness_version=harness,
+                         planned_rollouts=cfg.planned_rollouts or started.planned_rollouts)]

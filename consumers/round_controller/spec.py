@@ -12,6 +12,9 @@ from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import (
     DevSetEvaluated,
     EpisodeVerified,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessRevisionSkipped,
     HarnessVersionPublished,
     ModelVersionRegistered,
     RoundCompleted,
@@ -27,25 +30,37 @@ from bus_schemas.events import (
 from bus_schemas.topics import TOPIC_CURATION, TOPIC_HARNESS, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_SAMPLING, TOPIC_TASKS, TOPIC_VERDICTS
 from consumers.common.log_index import LogIndex
 from consumers.common.sources import MissingInput
-from consumers.round_controller.handler import VERSION, RoundConfig, after_curation, complete, evaluate, next_round, schedule
+from consumers.round_controller.handler import (
+    VERSION,
+    RoundConfig,
+    after_curation,
+    best_versions,
+    complete,
+    dev_slice,
+    evaluate,
+    harness_settled,
+    next_round,
+    schedule,
+)
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
 
 NAME = "round_controller"
 PRODUCER = Producer(service=NAME, version=VERSION)
 DECISIONS = (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined)
+HARNESS_ANSWERS = (HarnessRevisionSkipped, HarnessRevisionProposed, HarnessRevisionDecided, HarnessVersionPublished)
 
 
 class RoundController:
-    def __init__(self, config: RoundConfig = RoundConfig()) -> None:
-        self.config = config
+    def __init__(self, config: RoundConfig | None = None) -> None:
+        self.config = config or RoundConfig()
         self.ports: Ports | None = None
         self._fired: set[tuple[str, int]] = set()
 
     @cached_property
     def logs(self) -> dict[str, LogIndex]:
         assert self.ports is not None
-        topics = (TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_MODELS)
+        topics = (TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_MODELS, TOPIC_HARNESS)
         return {t: LogIndex(self.ports.bus, t, lambda e: e.run_id) for t in topics}
 
     def _read(self, topic: str, run_id: str, kind: type | tuple[type, ...]) -> list:
@@ -69,23 +84,48 @@ class RoundController:
         self.ports = ports
         run, r = event.run_id, event.round
         if isinstance(event, RoundCompleted):
-            return list(next_round(event, self._started(run, r), self.config, PRODUCER))
+            return list(next_round(event, self._started(run, r), self.config, PRODUCER, self._evaluations(run)))
         if r is None or isinstance(event, RoundStarted):
             return []
         started = self._started(run, r)
         if isinstance(event, SamplingPlanUpdated):
             return list(schedule(event, started, self._tasks(run, "train"), PRODUCER))
         if isinstance(event, ModelVersionRegistered):
-            return list(evaluate(event, started, self._tasks(run, "dev"), event.model_version, started.harness_version, PRODUCER))
-        if isinstance(event, HarnessVersionPublished):
-            return list(evaluate(event, started, self._tasks(run, "dev"), started.policy_version, event.harness_version, PRODUCER))
-        if isinstance(event, DevSetEvaluated) and event.split == "dev" and not self._done(run, r):
-            return self._close(complete(event, started, self._verdicts(run, r), PRODUCER, event.model_version, event.overall))
+            policy = f"{event.model_name}/{event.model_version}"
+            return list(evaluate(event, started, self._dev(run), policy, started.harness_version, PRODUCER, "model"))
+        if isinstance(event, HarnessVersionPublished) and event.revision_id is not None:
+            policy, _ = best_versions(started, self._evaluations(run))
+            return list(evaluate(event, started, self._dev(run), policy, event.harness_version, PRODUCER, "harness"))
+        if isinstance(event, (DevSetEvaluated, *HARNESS_ANSWERS)):
+            return self._maybe_close(event, started)
         if isinstance(event, TrainingRunCompleted) and event.status == "failed" and not self._done(run, r):
             return self._close(complete(event, started, self._verdicts(run, r), PRODUCER))
         if isinstance(event, DECISIONS):
             return self._after_decision(event, started)
         return []
+
+    def _dev(self, run_id: str) -> list[TaskSpecified]:
+        return dev_slice(self._tasks(run_id, "dev"), self.config.dev_per_category)
+
+    def _evaluations(self, run_id: str) -> list[DevSetEvaluated]:
+        return [e for e in self._read(TOPIC_MODELS, run_id, DevSetEvaluated) if e.split == "dev"]
+
+    def _maybe_close(self, event: Event, started: RoundStarted) -> list[Event]:
+        """Close the round once its model's dev evaluation is in and (with a reviser) the reviser has answered."""
+        run, r = started.run_id, started.round
+        if self._done(run, r):
+            return []
+        evaluations = self._evaluations(run)
+        model_eval = [e for e in evaluations if e.round == r and e.evaluates == "model"]
+        if not model_eval:
+            return []
+        if self.config.await_harness_revision and not harness_settled(r, self._read(TOPIC_HARNESS, run, HARNESS_ANSWERS), evaluations):
+            return []
+        _, harness = best_versions(started, [e for e in evaluations if e.round is not None and e.round <= r])
+        trained = model_eval[0]
+        return self._close(complete(event, started, self._verdicts(run, r), PRODUCER,
+                                    f"{trained.model_name}/{trained.model_version}", trained.overall,
+                                    harness if harness != started.harness_version else None))
 
     def _verdicts(self, run_id: str, round_: int) -> list[EpisodeVerified]:
         train = {t.task_id for t in self._tasks(run_id, "train")}
@@ -113,6 +153,6 @@ class RoundController:
         return [done]
 
 
-def build() -> ConsumerSpec:
+def build(config: RoundConfig | None = None) -> ConsumerSpec:
     topics = (TOPIC_ROUNDS, TOPIC_SAMPLING, TOPIC_CURATION, TOPIC_MODELS, TOPIC_HARNESS)
-    return ConsumerSpec(NAME, topics, RoundController().handle, frozenset(), VERSION)
+    return ConsumerSpec(NAME, topics, RoundController(config or RoundConfig()).handle, frozenset(), VERSION)

@@ -8,6 +8,10 @@ from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events import (
     CategoryScore,
     DevSetEvaluated,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessRevisionSkipped,
+    HarnessVersionPublished,
     ModelVersionRegistered,
     Provenance,
     RoundCompleted,
@@ -91,14 +95,83 @@ def test_a_new_model_is_evaluated_on_every_dev_task_and_its_score_closes_the_rou
     model = ModelVersionRegistered(**IDS, model_name="planner", model_version="2", checkpoint=BLOB)
     rollouts = ctl.handle(model, ports)
     dev = sorted(t.task_id for t in suite() if t.split == "dev")
-    assert sorted(r.task_id for r in rollouts) == dev and all(r.policy_version == "2" for r in rollouts)
-    scores = {"tool_use": 0.5, "memory": 0.5, "skills": 0.5, "sub_agent": 0.5}
-    evaluated = DevSetEvaluated(**IDS, model_name="planner", model_version="2", harness_version="h0",
-                                per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in scores.items()},
-                                overall=overall_score(scores), tokens_per_task=1.0, tool_calls_per_task=1.0)
+    assert sorted(r.task_id for r in rollouts) == dev and all(r.policy_version == "planner/2" for r in rollouts)
+    assert {r.group_id for r in rollouts} == {"dev-eval:model:planner/2:h0"}
+    evaluated = _evaluated("2", 0.5)
+    publish_all(ports.bus, [evaluated])
     [done] = ctl.handle(evaluated, ports)
-    assert (done.model_version_out, done.dev_overall) == ("2", evaluated.overall)
+    assert (done.model_version_out, done.dev_overall, done.harness_version_out) == ("planner/2", evaluated.overall, None)
     assert ctl.handle(evaluated, ports) == []
+
+
+def _evaluated(version, score, harness="h0", evaluates="model", round=0):
+    scores = {"tool_use": score, "memory": score, "skills": score, "sub_agent": score}
+    return DevSetEvaluated(**IDS | {"round": round}, model_name="planner", model_version=version, harness_version=harness,
+                           evaluates=evaluates, per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in scores.items()},
+                           overall=overall_score(scores), tokens_per_task=1.0, tool_calls_per_task=1.0)
+
+
+def _harness(kind, revision="rev-1", **fields):
+    common = dict(**IDS, harness_name="tiny")
+    if kind == "skipped":
+        return HarnessRevisionSkipped(**common, base_version="tiny/1", reason="nothing")
+    if kind == "proposed":
+        return HarnessRevisionProposed(**common, revision_id=revision, base_version="tiny/1", patch=BLOB, summary="s")
+    if kind == "decided":
+        return HarnessRevisionDecided(**common, revision_id=revision, decision=fields.get("decision", "accepted"), decided_by="auto:add_instruction")
+    return HarnessVersionPublished(**common, harness_version="tiny/2", config=BLOB, revision_id=revision)
+
+
+@pytest.mark.parametrize(
+    ("answers", "harness_eval", "closes"),
+    [
+        (["skipped"], False, True),
+        (["proposed"], False, True),  # waits for a human: the loop goes on
+        (["proposed", "decided-rejected"], False, True),
+        (["proposed", "decided", "published"], False, False),  # the revision is being evaluated on dev
+        (["proposed", "decided", "published"], True, True),
+        ([], False, False),  # the reviser has not answered yet
+    ],
+)
+def test_with_a_reviser_the_round_closes_once_the_harness_step_is_settled(ports, answers, harness_eval, closes):
+    ctl, started, train = _setup(ports, cfg=RoundConfig(min_admitted_for_training=3, await_harness_revision=True))
+    model_eval = _evaluated("2", 0.25)
+    events = [_harness(a.split("-")[0], decision=(a.split("-") + ["accepted"])[1]) for a in answers]
+    if harness_eval:
+        events.append(_evaluated("2", 0.5, harness="tiny/2", evaluates="harness"))
+    publish_all(ports.bus, [model_eval, *events])
+    out = [e for ev in [model_eval, *events] for e in ctl.handle(ev, ports)]
+    done = [e for e in out if isinstance(e, RoundCompleted)]
+    assert len(done) == (1 if closes else 0)
+    if closes and harness_eval:
+        assert done[0].harness_version_out == "tiny/2"  # the revision beat the model's score on the old harness
+
+
+def test_a_published_revision_is_evaluated_with_the_best_model_on_the_new_harness(ports):
+    ctl, started, train = _setup(ports)
+    publish_all(ports.bus, [_evaluated("2", 0.5), _evaluated("3", 0.25)])
+    rollouts = ctl.handle(_harness("published"), ports)
+    assert rollouts and {(r.policy_version, r.harness_version, r.group_id) for r in rollouts} == {
+        ("planner/2", "tiny/2", "dev-eval:harness:planner/2:tiny/2")}
+
+
+def test_the_next_round_carries_the_best_versions_not_the_latest(ports):
+    ctl, started, train = _setup(ports, cfg=RoundConfig(planned_rollouts=7))
+    worse_harness = _evaluated("2", 0.25, harness="tiny/2", evaluates="harness")
+    publish_all(ports.bus, [_evaluated("2", 0.5), _evaluated("3", 0.25), worse_harness])
+    done = RoundCompleted(**IDS, episodes=4, success_rate=1.0, wall_time_s=1.0, model_version_out="planner/3")
+    publish_all(ports.bus, [done])
+    [nxt] = ctl.handle(done, ports)
+    assert (nxt.round, nxt.policy_version, nxt.harness_version, nxt.planned_rollouts) == (1, "planner/2", "h0", 7)
+
+
+def test_training_starts_from_scratch_after_scripted_rollouts(ports):
+    tasks = list(suite())
+    started = start_round("run-test", 0, "scripted:reference", "h0", 4, P)
+    publish_all(ports.bus, [*tasks, started])
+    ctl, train = RoundController(RoundConfig(min_admitted_for_training=3)), [t for t in tasks if t.split == "train"]
+    [out] = _curate(ports, ctl, train, admitted=3)
+    assert out.event_type == "TrainingRequested" and out.base_model_version is None
 
 
 def test_the_last_round_starts_no_other(ports):
