@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bus_schemas.events import AnswerCriterion, EpisodeVerified, StateCriterion, TaskSpecified
+from bus_schemas.events import ActionRejected, AnswerCriterion, EpisodeVerified, StateCriterion, TaskSpecified
 from consumers.common.episode import EpisodeRecord
 
 SAFETY_CODES = {"permission_denied", "needs_confirmation"}
@@ -15,12 +15,15 @@ def malformed(task: TaskSpecified, episode: EpisodeRecord) -> list[str]:
     reasons = []
     if episode.started is None:
         reasons.append("truncated: no EpisodeStarted before EpisodeEnded")
-    if [s.action.step for s in episode.steps] != list(range(len(episode.steps))):
-        reasons.append("inconsistent: action steps are not 0..n-1")
+    numbers = [s.action.step for s in episode.steps]
+    if numbers != sorted(set(numbers)) or (numbers and numbers[-1] > max(episode.ended.steps, len(numbers) - 1)):
+        reasons.append("inconsistent: action steps are not increasing within the episode's step count")
     if any(s.observation is None for s in episode.steps if s.call is not None):
         reasons.append("truncated: a tool call has no observation")
-    if episode.ended.steps != len(episode.steps):
-        reasons.append(f"inconsistent: EpisodeEnded.steps={episode.ended.steps} but {len(episode.steps)} actions")
+    rejected = sum(isinstance(e, ActionRejected) for e in episode.events)
+    if episode.ended.steps != len(episode.steps) + rejected:
+        reasons.append(f"inconsistent: EpisodeEnded.steps={episode.ended.steps} but {len(episode.steps)} actions"
+                       f" and {rejected} rejected outputs")
     if episode.ended.reason in ("abandoned", "error"):
         reasons.append(f"truncated: episode {episode.ended.reason}")
     if episode.finish is not None and not _claim_supported(task, episode):
