@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from consumers.curator.spec import build as curator
+from consumers.dev_evaluator.spec import build as dev_evaluator
 from consumers.diagnoser.spec import build as diagnoser
+from consumers.harness_reviser.spec import build as harness_reviser
 from consumers.reweighter.spec import build as reweighter
 from consumers.round_controller.spec import build as round_controller
 from consumers.task_constructor.spec import build as task_constructor
+from consumers.trainer.spec import build as trainer
 from consumers.verifier.spec import build as verifier
 from infra.runtime import ConsumerSpec
 
@@ -19,6 +22,9 @@ CONSUMERS: dict[str, Callable[[], ConsumerSpec]] = {
     "reweighter": reweighter,
     "task_constructor": task_constructor,
     "round_controller": round_controller,
+    "harness_reviser": harness_reviser,
+    "dev_evaluator": dev_evaluator,
+    "trainer": trainer,
 }
 
 

@@ -44,6 +44,7 @@ class RoundConfig(BaseSettings):
 
     max_rounds: int = 3
     min_admitted_for_training: int = 32
+    """Train in a round once the run has admitted this many train trajectories (all rounds so far)."""
     model_name: str = "planner"
     algorithm: Literal["sft", "rl"] = "rl"
     planned_rollouts: int | None = None
@@ -65,14 +66,29 @@ def _weight(task: TaskSpecified, plan: SamplingPlanUpdated) -> float:
     return plan.task_weights.get(task.task_id, 1.0) * plan.category_weights.get(task.category, 1.0) * (sum(tags) / len(tags) if tags else 1.0)
 
 
+def _weighted_draws(rng: random.Random, tasks: list[TaskSpecified], weights: list[float], k: int) -> list[TaskSpecified]:
+    """``k`` draws by weight, without replacement until every task with weight > 0 was drawn, then again.
+
+    Weighted sampling without replacement by exponential keys (Efraimidis-Spirakis): each pass orders the
+    tasks by ``u ** (1 / w)``; a task is repeated only when a round asks for more rollouts than there are tasks.
+    """
+    pool = [(t, w) for t, w in zip(tasks, weights) if w > 0]
+    picks: list[TaskSpecified] = []
+    while len(picks) < k:
+        ordered = sorted(pool, key=lambda tw: rng.random() ** (1.0 / tw[1]), reverse=True)
+        picks.extend(t for t, _ in ordered[: k - len(picks)])
+    return picks
+
+
 def schedule(plan: SamplingPlanUpdated, started: RoundStarted, train: list[TaskSpecified], producer: Producer) -> list[RolloutRequested]:
-    """``planned_rollouts`` draws over train tasks by plan weight; seeded by the plan id, so replay draws alike."""
+    """``planned_rollouts`` draws over train tasks by plan weight (each task once before any twice); seeded by the
+    plan id, so replay draws alike."""
     tasks = sorted(train, key=lambda t: t.task_id)
     weights = [_weight(t, plan) for t in tasks]
     if not tasks or not any(weights):
         return []
     rng = random.Random(plan.plan_id)
-    picks = rng.choices(tasks, weights=weights, k=started.planned_rollouts)
+    picks = _weighted_draws(rng, tasks, weights, started.planned_rollouts)
     return [
         RolloutRequested(
             producer=producer, run_id=started.run_id, round=started.round, causation_id=plan.event_id, task_id=t.task_id,

@@ -141,9 +141,8 @@ class RoundController:
         decisions = [e for e in self._read(TOPIC_CURATION, run, DECISIONS) if e.task_id in train]
         if len({e.episode_id for e in decisions if e.round == r}) < started.planned_rollouts:
             return []
-        trained = [e.round for e in self._read(TOPIC_MODELS, run, TrainingRequested) if e.round is not None and e.round < r]
-        since = max(trained, default=-1)
-        admitted = len({e.episode_id for e in decisions if isinstance(e, TrajectoryAdmitted) and e.round is not None and since < e.round <= r})
+        # Every training run learns from all admitted trajectories so far (the dataset is the whole curated log).
+        admitted = len({e.episode_id for e in decisions if isinstance(e, TrajectoryAdmitted) and e.round is not None and e.round <= r})
         self._fired.add(("curated", r))
         out = after_curation(event, started, admitted, self._verdicts(run, r), self.config, PRODUCER)
         return self._close(out) if isinstance(out, RoundCompleted) else [out]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from infra.cli import audit, consume, review, run, sandbox, schemas, serve, stack, status, train
+from infra.cli import audit, consume, review, run, sandbox, schemas, serve, smoke, stack, status, train
 
 app = typer.Typer(
     name="flywheel",
@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.command("run")(run.run)
+app.command("smoke")(smoke.smoke)
 app.command("consume")(consume.consume)
 app.command("status")(status.status)
 app.command("replay")(audit.replay)

@@ -1,18 +1,15 @@
-"""``flywheel run``: the main job. Until the closed loop lands, a smoke run of every port."""
+"""``flywheel run``: the main job — N rounds of the closed loop, then a report under ``runs/<run_id>/``."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
-
-from infra.bootstrap import open_ports
-from infra.config import load_settings
-from infra.smoke import run_smoke
 
 console = Console()
 
@@ -21,29 +18,57 @@ BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpo
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
 
 
-def run(bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None) -> None:
-    """Run the main job on the chosen adapters (default: the embedded ones under ./.flywheel/, no servers)."""
+def run(
+    rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of the loop (default 3).")] = None,
+    first_rollouts: Annotated[int | None, typer.Option(min=1, help="Round 0 rollouts of the reference solver (the cold start).")] = None,
+    rollouts: Annotated[int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="sft (continued SFT on admitted data) or rl (GRPO with CARE) after round 0.")] = None,
+    sft_steps: Annotated[int | None, typer.Option(min=1, help="SFT optimiser steps per training run.")] = None,
+    dev_per_category: Annotated[int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")] = None,
+    auto_approve: Annotated[str | None, typer.Option(help="Harness change kinds published without review, comma-separated ('' = all wait for `flywheel review`).")] = None,
+    no_revise: Annotated[bool, typer.Option("--no-revise", help="Run without the harness reviser.")] = False,
+    spawn_consumers: Annotated[bool, typer.Option("--spawn-consumers", help="Run every consumer as its own `flywheel consume` process.")] = False,
+    config: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="A JSON file of LoopConfig fields (flags override it).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Where reports go: <out>/<run_id>/ (default runs/).")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Name of the run (default run-<time>-<random>); its topics are namespaced by it.")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+) -> None:
+    """Run the closed loop: tasks -> rollouts -> verification -> curation -> diagnosis -> reweighting -> training
+    -> dev evaluation -> harness revision, N rounds, on the embedded adapters under ./.flywheel/ by default
+    (no servers) or on Kafka + S3 + MLflow with --bus/--blobs/--registry. Ends with runs/<run_id>/report.html."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from infra.config import load_settings
+    from infra.loop.config import LoopConfig
+    from infra.loop.run import run_loop
+
+    base = LoopConfig.model_validate_json(config.read_text()) if config else LoopConfig()
+    updates: dict[str, object] = {k: v for k, v in {
+        "rounds": rounds, "first_round_rollouts": first_rollouts, "rollouts_per_round": rollouts, "algorithm": algorithm,
+        "out_dir": out,
+    }.items() if v is not None}
+    if auto_approve is not None:
+        updates["auto_approve"] = tuple(k.strip() for k in auto_approve.split(",") if k.strip())
+    if no_revise:
+        updates["revise_harness"] = False
+    learner: dict[str, object] = {}
+    if sft_steps is not None:
+        learner["sft"] = base.learner.sft.model_copy(update={"max_steps": sft_steps})
+    if dev_per_category is not None:
+        learner["dev_per_category"] = dev_per_category
+    if learner:
+        updates["learner"] = base.learner.model_copy(update=learner)
+    loop = LoopConfig.model_validate({**base.model_dump(), **updates})
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
-    run_id = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    console.print(f"[bold]flywheel run[/] {run_id}\n  bus={settings.bus}\n  blobs={settings.blobs}\n  registry={settings.registry}")
-    started = time.perf_counter()
-    with console.status("opening ports (first use of the embedded MLflow store migrates it, ~10 s)"):
-        ports = open_ports(settings)
-    try:
-        with console.status("publishing, consuming and replaying one example of every event type"):
-            report = run_smoke(ports, run_id)
-    finally:
-        ports.close()
-    table = Table(title=f"smoke run {run_id}")
-    table.add_column("step")
-    table.add_column("result")
-    table.add_row("published events", str(report.published))
-    table.add_row("consumed back (group)", f"{sum(report.consumed.values())} events of {len(report.consumed)} types")
-    table.add_row("replayed from the log", str(report.replayed))
-    table.add_row("harness config blob", report.blob)
-    table.add_row("registered harness version", f"{report.harness_version} @production")
-    console.print(table)
-    ok = report.published == sum(report.consumed.values()) == report.replayed
-    console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'MISMATCH'}[/] in {time.perf_counter() - started:.1f}s")
-    if not ok:
-        raise typer.Exit(1)
+    name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    console.print(f"[bold]flywheel run[/] {name}: {loop.rounds} rounds, consumers "
+                  f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={settings.bus}\n  blobs={settings.blobs}\n"
+                  f"  registry={settings.registry}")
+    result = run_loop(settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress)
+    overall = " -> ".join(f"{r.dev.overall:.3f}" if r.dev else "-" for r in result.rounds)
+    console.print(f"[bold]dev Overall per round:[/] {overall}   ({result.wall_time_s / 60:.1f} min, "
+                  f"{result.dead_letters} dead letters)")
+    console.print(f"report: {result.report_html}")
+    console.print(f"audit:  flywheel replay --bus '{result.bus_url}' --from-start --verify")

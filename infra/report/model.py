@@ -14,11 +14,14 @@ from bus_schemas.events import (
     FailureDiagnosed,
     HarnessVersionPublished,
     ModelVersionRegistered,
+    RolloutRequested,
     RoundCompleted,
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
 )
+
+from consumers.dev_evaluator.handler import kind_of
 
 CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
 
@@ -30,6 +33,10 @@ class RoundRow:
     dev_per_category: dict[str, float] = field(default_factory=dict)
     dev_model_version: str | None = None
     dev_harness_version: str | None = None
+    dev_tokens_per_task: float | None = None
+    dev_tool_calls_per_task: float | None = None
+    revision_dev_overall: float | None = None
+    revision_harness_version: str | None = None
     episodes: int = 0
     solved: int = 0
     tokens_per_solved: float | None = None
@@ -60,6 +67,7 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
     ended: dict[str, EpisodeEnded] = {}
     verified: dict[str, EpisodeVerified] = {}
     failures: dict[int, Counter[str]] = defaultdict(Counter)
+    dev_episodes: set[str] = set()
 
     def row(number: int) -> RoundRow:
         return rows.setdefault(number, RoundRow(round=number))
@@ -68,15 +76,22 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
         if event.run_id != run_id or event.round is None:
             continue
         r = row(event.round)
-        if isinstance(event, DevSetEvaluated):
+        if isinstance(event, DevSetEvaluated) and event.evaluates == "harness":
+            r.revision_dev_overall, r.revision_harness_version = event.overall, event.harness_version
+        elif isinstance(event, DevSetEvaluated):
             r.dev_overall = event.overall
             r.dev_per_category = {c: s.success_rate for c, s in event.per_category.items()}
             r.dev_model_version = f"{event.model_name}/{event.model_version}"
             r.dev_harness_version = event.harness_version
+            r.dev_tokens_per_task, r.dev_tool_calls_per_task = event.tokens_per_task, event.tool_calls_per_task
+        elif isinstance(event, RolloutRequested) and kind_of(event.group_id) is not None:
+            dev_episodes.add(event.episode_id)
         elif isinstance(event, EpisodeEnded):
             ended[event.episode_id] = event
         elif isinstance(event, EpisodeVerified):
             verified[event.episode_id] = event
+        elif event.episode_id in dev_episodes and isinstance(event, (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined, FailureDiagnosed)):
+            continue  # dev episodes are judged and curated too, but they are not training data
         elif isinstance(event, TrajectoryAdmitted):
             r.admitted += 1
         elif isinstance(event, TrajectoryRejected):
@@ -103,7 +118,7 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
 
     by_round: dict[int, list[tuple[EpisodeEnded, EpisodeVerified | None]]] = defaultdict(list)
     for episode_id, end in ended.items():
-        if end.round is not None:
+        if end.round is not None and episode_id not in dev_episodes:
             by_round[end.round].append((end, verified.get(episode_id)))
     for number, pairs in by_round.items():
         r = row(number)

@@ -178,3 +178,32 @@ def test_the_last_round_starts_no_other(ports):
     ctl, started, train = _setup(ports, cfg=RoundConfig(max_rounds=1))
     done = RoundCompleted(**IDS, episodes=0, success_rate=0.0, wall_time_s=0.0)
     assert ctl.handle(done, ports) == []
+
+
+def test_a_later_round_trains_on_everything_admitted_so_far(ports):
+    ctl, started, train = _setup(ports)
+    [first] = _curate(ports, ctl, train, admitted=3)
+    publish_all(ports.bus, [first])
+    nxt = start_round("run-test", 1, "planner/1", "h0", 4, P)
+    publish_all(ports.bus, [nxt])
+    decisions = [_decision(train[i], 10 + i, admitted=False) for i in range(4)]
+    decisions = [d.model_copy(update={"round": 1}) for d in decisions]
+    publish_all(ports.bus, decisions)
+    [out] = ctl.handle(decisions[-1], ports)  # no new admissions, but 3 from round 0 are enough
+    assert out.event_type == "TrainingRequested" and out.round == 1 and out.admitted_trajectories == 3
+    assert out.base_model_version == "planner/1"
+
+
+def test_draws_cover_every_task_before_repeating_one_and_follow_the_weights():
+    import random
+
+    from consumers.round_controller.handler import _weighted_draws
+
+    tasks = [t for t in suite() if t.split == "train"][:10]
+    picks = _weighted_draws(random.Random(1), tasks, [1.0] * 10, 25)
+    counts = [picks.count(t) for t in tasks]
+    assert len(picks) == 25 and min(counts) == 2 and max(counts) == 3
+    heavy = [100.0] + [1.0] * 9
+    firsts = [_weighted_draws(random.Random(seed), tasks, heavy, 1)[0] for seed in range(200)]
+    assert firsts.count(tasks[0]) > 150  # a task with 100x the weight comes first most of the time
+    assert tasks[1] not in _weighted_draws(random.Random(2), tasks, [1.0, 0.0] + [1.0] * 8, 30)

@@ -1,0 +1,59 @@
+"""What one run of the loop does: rounds, rollouts, training, dev evaluation and harness revision settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from learner.config import LearnerConfig
+
+# The consumers of one loop, in the order the in-process loop steps them (upstream first).
+CONSUMER_NAMES = (
+    "round_controller",
+    "reweighter",
+    "task_constructor",
+    "verifier",
+    "diagnoser",
+    "curator",
+    "trainer",
+    "dev_evaluator",
+    "harness_reviser",
+)
+
+
+class LoopConfig(BaseModel):
+    """Defaults are sized for the embedded default on 2 CPU cores: 3 rounds in well under 15 minutes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rounds: Annotated[int, Field(ge=1, le=100)] = 3
+    first_round_rollouts: Annotated[int, Field(ge=1)] | None = None
+    """Round 0 runs the reference solver (the cold start): cheap scripted episodes; None = every train task once."""
+    rollouts_per_round: Annotated[int, Field(ge=1)] = 96
+    """Later rounds run the round's model on train tasks; its verified successes join the training data."""
+    first_policy: str = "scripted:reference"
+    min_admitted_for_training: Annotated[int, Field(ge=1)] = 16
+    algorithm: Literal["sft", "rl"] = "sft"
+    auto_approve: tuple[str, ...] = ("add_instruction", "set_budgets", "set_memory_policy")
+    """Harness change kinds published without a human review (the rest wait for ``flywheel review``)."""
+    revise_harness: bool = True
+    learner: LearnerConfig = Field(default_factory=LearnerConfig)
+    stall_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    """Fail the run when the log has not grown for this long (a consumer is down or an input is missing)."""
+    out_dir: Path = Path("runs")
+
+    def round_env(self) -> dict[str, str]:
+        """The round controller's settings as the FLYWHEEL_ROUND_* variables a consumer process reads."""
+        return {f"FLYWHEEL_ROUND_{k.upper()}": str(v) for k, v in self.round_settings().items()}
+
+    def round_settings(self) -> dict[str, object]:
+        return {
+            "max_rounds": self.rounds,
+            "min_admitted_for_training": self.min_admitted_for_training,
+            "model_name": self.learner.model_name,
+            "algorithm": self.algorithm,
+            "planned_rollouts": self.rollouts_per_round,
+            "await_harness_revision": self.revise_harness,
+        }

@@ -1,0 +1,77 @@
+"""Every consumer of the loop and one rollout worker in this process, stepped in turn (the embedded default).
+
+Each consumer is the same ConsumerSpec that ``flywheel consume NAME`` runs, in its own consumer group with
+its own dedupe store, so the in-process loop exercises the same handlers, retries and dead-lettering.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from infra.bootstrap import Ports
+from infra.loop.config import CONSUMER_NAMES, LoopConfig
+from infra.runtime import ConsumerRunner, ConsumerSpec
+
+Progress = Callable[[int, int], None]
+ROLLOUT_BURST = 16  # requests a worker may run per sweep before the consumers downstream get a turn
+
+
+def reviser_env(config: LoopConfig) -> dict[str, str]:
+    """The harness reviser reads its allow-list from the environment (in this process and in spawned ones)."""
+    return {"FLYWHEEL_REVISER_AUTO_APPROVE": ",".join(config.auto_approve)}
+
+
+def consumer_specs(config: LoopConfig, training_progress: Progress | None = None) -> list[ConsumerSpec]:
+    from consumers.registry import build
+    from consumers.round_controller.handler import RoundConfig
+    from consumers.round_controller.spec import build as round_controller
+    from consumers.trainer.spec import build as trainer
+
+    specs = []
+    for name in CONSUMER_NAMES:
+        if name == "round_controller":
+            specs.append(round_controller(RoundConfig(**config.round_settings())))
+        elif name == "trainer":
+            specs.append(trainer(config.learner, training_progress))
+        elif name == "harness_reviser":
+            if config.revise_harness:
+                os.environ.update(reviser_env(config))
+                specs.append(build(name))
+        else:
+            specs.append(build(name))
+    return specs
+
+
+class InProcessConsumers:
+    def __init__(self, ports: Ports, config: LoopConfig, state_dir: Path, training_progress: Progress | None = None) -> None:
+        from producers.backends.sandbox import SandboxBackend
+        from producers.pool import EnvironmentPool
+        from producers.rollout import RolloutWorker
+        from producers.rollout.versions import VersionResolver
+
+        self.runners = [ConsumerRunner(spec, ports, state_dir=state_dir) for spec in consumer_specs(config, training_progress)]
+        pool = EnvironmentPool()
+        pool.register("sandbox", SandboxBackend, 1)
+        resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
+        self.worker = RolloutWorker(ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver,
+                                    claim_grace_s=0.0)
+
+    def step(self) -> int:
+        """One sweep: every consumer handles what is waiting, the rollout worker runs up to a burst of requests."""
+        handled = sum(runner.step(timeout_s=0.0) for runner in self.runners)
+        for _ in range(ROLLOUT_BURST):
+            ran = self.worker.step(timeout_s=0.0)
+            handled += ran
+            if not ran:
+                break
+        return handled
+
+    def check(self) -> None:
+        """Nothing to watch: a failure here raises in :meth:`step`."""
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()
+        self.worker.close()

@@ -1,0 +1,245 @@
+"""Watches a run from its log alone: per-round counts for the progress bars and the wall time of every stage.
+
+Works the same whether the consumers run in this process or as their own processes: it only tails topics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bus_schemas.envelope import Event
+from bus_schemas.events import (
+    DevSetEvaluated,
+    EpisodeEnded,
+    EpisodeVerified,
+    FailureDiagnosed,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessRevisionSkipped,
+    HarnessVersionPublished,
+    ModelVersionRegistered,
+    RolloutRequested,
+    RoundCompleted,
+    RoundStarted,
+    SamplingPlanUpdated,
+    TaskGenerationRequested,
+    TaskSpecified,
+    TrainingRequested,
+    TrainingRunCompleted,
+    TrajectoryAdmitted,
+    TrajectoryQuarantined,
+    TrajectoryRejected,
+)
+from bus_schemas.topics import TOPICS
+from consumers.dev_evaluator.handler import kind_of
+from infra.bus.port import Bus
+from infra.events import decodable
+
+STAGES = (
+    "reweighting",
+    "task construction",
+    "rollouts",
+    "verification",
+    "curation",
+    "diagnosis",
+    "training",
+    "dev evaluation",
+    "harness revision",
+)
+
+
+@dataclass
+class RoundProgress:
+    """What the log says about one round so far."""
+
+    round: int
+    started: RoundStarted | None = None
+    planned: int = 0
+    requested: int = 0
+    ended: int = 0
+    verified: int = 0
+    solved: int = 0
+    admitted: int = 0
+    rejected: int = 0
+    quarantined: int = 0
+    diagnosed: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    tasks_requested: int = 0
+    tasks_built: int = 0
+    training: str = ""  # "", "running", "succeeded", "failed"
+    training_error: str | None = None
+    model: str | None = None
+    dev_planned: int = 0
+    dev_verified: int = 0
+    dev: DevSetEvaluated | None = None
+    harness_evals: list[DevSetEvaluated] = field(default_factory=list)
+    harness: str = ""  # the reviser's answer: "skipped", "proposed", "accepted", "rejected", "published"
+    harness_note: str = ""
+    completed: RoundCompleted | None = None
+    spans: dict[str, list[datetime]] = field(default_factory=dict)
+
+    @property
+    def curated(self) -> int:
+        return self.admitted + self.rejected + self.quarantined
+
+    def mark(self, stage: str, at: datetime) -> None:
+        span = self.spans.setdefault(stage, [at, at])
+        span[0], span[1] = min(span[0], at), max(span[1], at)
+
+    def stage_seconds(self) -> dict[str, float]:
+        return {s: round((self.spans[s][1] - self.spans[s][0]).total_seconds(), 3) for s in STAGES if s in self.spans}
+
+
+class RunMonitor:
+    """Tails every topic of the run's bus; ``update()`` folds what was appended since the last call."""
+
+    def __init__(self, bus: Bus, run_id: str) -> None:
+        self.bus, self.run_id = bus, run_id
+        self.rounds: dict[int, RoundProgress] = {}
+        self._cursor: dict[tuple[str, int], int] = {}
+        self._episodes: dict[str, tuple[int, bool]] = {}  # episode -> (round, is dev)
+        self._verified: set[str] = set()
+        self.events_seen = 0
+        self.dead_letters = 0
+
+    def round(self, number: int) -> RoundProgress:
+        return self.rounds.setdefault(number, RoundProgress(number))
+
+    def update(self) -> list[Event]:
+        fresh: list[Event] = []
+        for topic in TOPICS:
+            for part, end in sorted(self.bus.end_offsets(topic).items()):
+                start = self._cursor.get((topic, part), 0)
+                if start >= end:
+                    continue
+                records = list(self.bus.replay(topic, from_offset=start, partition=part))
+                if records:
+                    self._cursor[(topic, part)] = records[-1].offset + 1
+                fresh.extend(e for e in decodable(records) if e.run_id == self.run_id or topic == "dead-letters")
+        fresh.sort(key=lambda e: e.occurred_at)
+        for event in fresh:
+            self._fold(event)
+        self.events_seen += len(fresh)
+        return fresh
+
+    def last_completed(self) -> int | None:
+        done = [r.round for r in self.rounds.values() if r.completed is not None]
+        return max(done) if done else None
+
+    def _fold(self, e: Event) -> None:  # noqa: C901 - one branch per event type, flat on purpose
+        if e.event_type == "DeadLettered":
+            self.dead_letters += 1
+            return
+        if isinstance(e, TaskSpecified) or e.round is None:
+            if isinstance(e, TaskSpecified) and e.source.kind == "generated" and self.rounds:
+                r = self.round(max(self.rounds))
+                r.tasks_built += 1
+                r.mark("task construction", e.occurred_at)
+            return
+        r = self.round(e.round)
+        at = e.occurred_at
+        if isinstance(e, RoundStarted):
+            r.started, r.planned = e, e.planned_rollouts
+            r.mark("reweighting", at)
+        elif isinstance(e, SamplingPlanUpdated):
+            r.mark("reweighting", at)
+        elif isinstance(e, TaskGenerationRequested):
+            r.tasks_requested += e.count
+            r.mark("task construction", at)
+        elif isinstance(e, RolloutRequested):
+            dev = kind_of(e.group_id) is not None
+            self._episodes[e.episode_id] = (e.round or 0, dev)
+            if dev:
+                r.dev_planned += 1
+                r.mark("dev evaluation", at)
+            else:
+                r.requested += 1
+                r.mark("rollouts", at)
+        elif isinstance(e, EpisodeEnded):
+            _, dev = self._episodes.get(e.episode_id, (e.round, False))
+            if not dev:
+                r.ended += 1
+                r.mark("rollouts", at)
+        elif isinstance(e, EpisodeVerified):
+            if e.episode_id in self._verified:
+                return
+            self._verified.add(e.episode_id)
+            _, dev = self._episodes.get(e.episode_id, (e.round, False))
+            if dev:
+                r.dev_verified += 1
+            else:
+                r.verified += 1
+                r.solved += e.outcome == "success"
+                r.mark("verification", at)
+        elif isinstance(e, (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined)):
+            if self._episodes.get(e.episode_id or "", (0, False))[1]:
+                return  # dev episodes are curated too, but they are not training data
+            r.admitted += isinstance(e, TrajectoryAdmitted)
+            r.rejected += isinstance(e, TrajectoryRejected)
+            r.quarantined += isinstance(e, TrajectoryQuarantined)
+            r.mark("curation", at)
+        elif isinstance(e, FailureDiagnosed):
+            if not self._episodes.get(e.episode_id or "", (0, False))[1]:
+                r.diagnosed += 1
+                r.failures[e.attribution] = r.failures.get(e.attribution, 0) + 1
+                r.mark("diagnosis", at)
+        elif isinstance(e, TrainingRequested):
+            r.training = "running"
+            r.mark("training", at)
+        elif isinstance(e, TrainingRunCompleted):
+            r.mark("training", at)
+            if e.status == "failed":
+                r.training, r.training_error = "failed", e.error
+        elif isinstance(e, ModelVersionRegistered):
+            r.training, r.model = "succeeded", f"{e.model_name}/{e.model_version}"
+            r.mark("training", at)
+        elif isinstance(e, DevSetEvaluated):
+            if e.evaluates == "model":
+                r.dev = e
+                r.mark("dev evaluation", at)
+                r.mark("harness revision", at)
+            else:
+                r.harness_evals.append(e)
+                r.mark("harness revision", at)
+        elif isinstance(e, HarnessRevisionSkipped):
+            r.harness, r.harness_note = "skipped", e.reason
+            r.mark("harness revision", at)
+        elif isinstance(e, HarnessRevisionProposed):
+            r.harness, r.harness_note = "proposed", e.summary
+            r.mark("harness revision", at)
+        elif isinstance(e, HarnessRevisionDecided):
+            r.harness = e.decision
+            r.mark("harness revision", at)
+        elif isinstance(e, HarnessVersionPublished) and e.revision_id is not None:
+            r.harness, r.harness_note = "published", f"{e.harness_version}: {r.harness_note}"
+            r.mark("harness revision", at)
+        elif isinstance(e, RoundCompleted):
+            r.completed = e
+
+
+def summary_line(r: RoundProgress) -> str:
+    """One line per finished round, as printed by ``flywheel run``."""
+    solved = f"{r.solved}/{r.verified} solved" if r.verified else "no rollouts"
+    curation = f"admitted {r.admitted} rejected {r.rejected} quarantined {r.quarantined}"
+    if r.training == "succeeded":
+        training = f"trained {r.model}"
+    elif r.training == "failed":
+        training = f"training failed ({(r.training_error or '')[:60]})"
+    else:
+        training = "no training"
+    if r.dev is not None:
+        cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in r.dev.per_category.items())
+        dev = f"dev Overall {r.dev.overall:.3f} ({cats})"
+    else:
+        dev = "no dev evaluation"
+    harness = r.harness or "no revision"
+    if r.harness_evals:
+        harness += f", revision dev Overall {r.harness_evals[-1].overall:.3f}"
+    wall = f"{r.completed.wall_time_s:.0f}s" if r.completed else "?"
+    return f"round {r.round}: {solved} | {curation} | {training} | {dev} | harness {harness} | {wall}"
+
+
+def stage_seconds(rounds: Iterable[RoundProgress]) -> dict[int, dict[str, float]]:
+    return {r.round: r.stage_seconds() for r in rounds}

@@ -1,0 +1,85 @@
+"""``run_loop``: one run of the closed loop from its first task to its report under ``<out_dir>/<run_id>/``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+from rich.console import Console
+
+from bus_schemas.topics import TOPICS
+from infra.bootstrap import open_ports
+from infra.config import Settings
+from infra.events import decodable, ensure_topics
+from infra.loop.begin import begin_run
+from infra.loop.config import LoopConfig
+from infra.loop.driver import drive
+from infra.loop.inprocess import InProcessConsumers
+from infra.loop.monitor import RoundProgress, RunMonitor, stage_seconds
+from infra.loop.spawned import SpawnedConsumers
+from infra.loop.view import LoopView
+from infra.report.model import RunReport, build_report
+from infra.report.write import write_report
+
+log = logging.getLogger("flywheel.run")
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    run_id: str
+    bus_url: str
+    report: RunReport
+    report_html: Path
+    rounds: list[RoundProgress]
+    wall_time_s: float
+    dead_letters: int
+
+
+def run_namespace(bus_url: str, run_id: str) -> str:
+    """The run's own topics (``?namespace=<run_id>``) unless the URL names a namespace already."""
+    if "namespace" in dict(parse_qsl(urlsplit(bus_url).query)):
+        return bus_url
+    return f"{bus_url}{'&' if '?' in bus_url else '?'}namespace={run_id}"
+
+
+def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool = False,
+             console: Console | None = None, show_progress: bool = True) -> LoopResult:
+    console = console or Console()
+    settings = settings.model_copy(update={"bus": run_namespace(settings.bus, run_id)})
+    out_dir = config.out_dir / run_id
+    state_dir = out_dir / "state"
+    started = time.perf_counter()
+    ports = open_ports(settings)
+    try:
+        ensure_topics(ports.bus)
+        start = begin_run(ports, config, run_id)
+        log.info("run %s: %d train tasks, %d dev tasks, harness %s, bus %s", run_id, len(start.train), len(start.dev),
+                 start.harness_version, settings.bus)
+        monitor = RunMonitor(ports.bus, run_id)
+        with LoopView(console, enabled=show_progress) as view:
+            if spawn:
+                urls = {"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry}
+                consumers: InProcessConsumers | SpawnedConsumers = SpawnedConsumers(config, urls, state_dir, out_dir / "logs")
+            else:
+                consumers = InProcessConsumers(ports, config, state_dir, view.training)
+            try:
+                drive(consumers, monitor, config.rounds, stall_timeout_s=config.stall_timeout_s, on_update=view.refresh)
+            finally:
+                consumers.close()
+        events = [e for topic in TOPICS for e in decodable(ports.bus.replay(topic)) if e.run_id == run_id]
+        events.sort(key=lambda e: e.occurred_at)
+        report = build_report(run_id, events, stage_seconds(monitor.rounds.values()))
+        report.settings.update({"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry,
+                                "consumers": "separate processes" if spawn else "in-process",
+                                **{k: str(v) for k, v in config.round_settings().items()}})
+        html = write_report(report, out_dir)
+        (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, "bus": settings.bus, "blobs": settings.blobs,
+                                                      "registry": settings.registry}, indent=2))
+    finally:
+        ports.close()
+    return LoopResult(run_id, settings.bus, report, html, [monitor.rounds[k] for k in sorted(monitor.rounds)],
+                      time.perf_counter() - started, monitor.dead_letters)

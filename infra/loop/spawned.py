@@ -1,0 +1,55 @@
+"""Every consumer of the loop as its own OS process (``flywheel consume NAME``), as operators run them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from infra.loop.config import CONSUMER_NAMES, LoopConfig
+from infra.loop.inprocess import reviser_env
+
+
+class ConsumerDied(RuntimeError):
+    """A consumer process exited while the run was going on."""
+
+
+class SpawnedConsumers:
+    def __init__(self, config: LoopConfig, urls: dict[str, str], state_dir: Path, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        learner_config = state_dir / "learner.json"
+        learner_config.parent.mkdir(parents=True, exist_ok=True)
+        learner_config.write_text(config.learner.model_dump_json())
+        env = {**os.environ, **config.round_env(), **reviser_env(config), "FLYWHEEL_LEARNER_CONFIG": str(learner_config),
+               "HF_HUB_OFFLINE": "1"}
+        names = [n for n in CONSUMER_NAMES if n != "harness_reviser" or config.revise_harness] + ["rollout-worker"]
+        flags = [f"--{k}={v}" for k, v in urls.items()]
+        self.logs = {name: log_dir / f"{name}.log" for name in names}
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        for name in names:
+            command = [sys.executable, "-m", "infra.cli.main", "consume", name, f"--state-dir={state_dir}", *flags]
+            with self.logs[name].open("wb") as log:
+                self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                                    start_new_session=True)
+
+    def step(self) -> int:
+        return 0  # the processes do the work; the driver only watches the log
+
+    def check(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                tail = self.logs[name].read_text(errors="replace")[-3000:]
+                raise ConsumerDied(f"consumer {name} exited with {proc.returncode}; its log ({self.logs[name]}) ends:\n{tail}")
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

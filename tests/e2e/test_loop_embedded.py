@@ -1,0 +1,31 @@
+"""The main job end to end on the embedded default: every consumer in-process, two rounds, replay verifies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.bootstrap import open_ports
+from infra.config import load_settings
+from infra.loop.run import run_loop
+from loop_support import check_run, small_loop
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    settings = load_settings(bus=f"sqlite:///{tmp_path}/bus.db", blobs=f"file:///{tmp_path}/blobs",
+                             registry=f"sqlite:///{tmp_path}/mlflow.db")
+    result = run_loop(settings, small_loop(tmp_path), run_id="e2e-embedded", show_progress=False)
+    assert result.bus_url.endswith("?namespace=e2e-embedded") and result.dead_letters == 0
+    assert [r.round for r in result.rounds] == [0, 1] and all(r.dev is not None for r in result.rounds)
+    report = json.loads((tmp_path / "runs" / "e2e-embedded" / "report.json").read_text())
+    assert [r["dev_overall"] for r in report["rounds"]] == [r.dev.overall for r in result.rounds]
+    assert all(r["stage_seconds"].get("training", 0) > 0 for r in report["rounds"])
+    ports = open_ports(settings.model_copy(update={"bus": result.bus_url}))
+    try:
+        check_run(ports, "e2e-embedded", tmp_path / "runs" / "e2e-embedded")
+    finally:
+        ports.close()
