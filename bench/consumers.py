@@ -2,7 +2,9 @@
 
 Records >= N episode events (scripted sandbox episodes: reference and no-op policies), publishes them,
 then on the same bus in the same run measures (1) a consume-only loop (poll + commit, no decoding) and
-(2) the verifier, then diagnoser and curator over the verdicts it produced, each as a ConsumerRunner.
+(2) the verifier, then diagnoser and curator over the verdicts it produced, each as a ConsumerRunner;
+on Kafka also (3) each as the FastStream app that ``flywheel consume`` runs there (own group, same log).
+Times run from the first record received to the last one committed (group joins are not counted).
 The reweighter is timed per plan over every verdict, the task constructor per validated task.
 
     .venv/bin/python bench/consumers.py [--events 100000] [--bus kafka://127.0.0.1:19092?namespace=bench-1]
@@ -19,6 +21,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -67,15 +70,19 @@ def record(ports: Ports, target: int) -> int:
 
 
 def drain(step: Callable[[], int], bus: Bus, group: str, topic: str) -> tuple[int, float]:
-    """(records, seconds) to take ``topic`` through ``step`` until the group has no lag.
-
-    Lag, not a record count, says when it is done: Kafka's end offsets also count transaction markers."""
-    start, seen = time.perf_counter(), 0
+    """(records, seconds from the first record to the last) to take ``topic`` through ``step`` until the group
+    has no lag. Lag, not a record count, says when it is done: Kafka's end offsets also count transaction markers."""
+    first = last = 0.0
+    seen = 0
     while True:
+        before = time.perf_counter()
         got = step()
+        if got:
+            first = first or before
+            last = time.perf_counter()
         seen += got
         if not got and sum(p.lag for p in bus.lag(group, [topic])) == 0:
-            return seen, time.perf_counter() - start
+            return seen, last - first
 
 
 def consume_only(bus: Bus, topic: str) -> tuple[int, float]:
@@ -101,6 +108,40 @@ def run_consumer(name: str, ports: Ports, topic: str, state: Path) -> tuple[int,
     return result
 
 
+def run_faststream(name: str, ports: Ports, topic: str, state: Path, bus_url: str) -> tuple[int, float]:
+    """The consumer as its FastStream app, in a fresh group (``bench.NAME``) over the same log."""
+    from infra.runtime import ConsumerSpec
+    from infra.runtime.kafka_app import FastStreamConsumer, KafkaTarget
+
+    base = build(name)
+    spec = ConsumerSpec(f"bench-{name}-{uuid.uuid4().hex[:6]}", base.topics, base.handle, base.event_types, base.version,
+                        base.on_batch)
+    app = FastStreamConsumer(spec, ports, KafkaTarget.from_url(bus_url), state_dir=state)
+    span: list[float] = []
+    counted = [0]
+    handle, done = app.batches.handle, app.batches.done
+
+    def timed_handle(records):  # noqa: ANN001, ANN202
+        span[:1] = span[:1] or [time.perf_counter()]  # FastStream fetched it already: from the handler's start
+        counted[0] += len(records)
+        return handle(records)
+
+    def timed_done(result):  # noqa: ANN001, ANN202
+        done(result)
+        span[1:] = [time.perf_counter()]
+
+    app.batches.handle, app.batches.done = timed_handle, timed_done  # type: ignore[method-assign]
+
+    def stop_when_drained() -> None:
+        while not (len(span) == 2 and sum(p.lag for p in ports.bus.lag(spec.group, [topic])) == 0):
+            time.sleep(0.5)
+        app.app.exit()
+
+    threading.Thread(target=stop_when_drained, daemon=True).start()
+    app.run()
+    return counted[0], span[1] - span[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=100_000, help="episode events to record (default 100000)")
@@ -113,11 +154,15 @@ def main() -> None:
         recorded = record(ports, args.events)
         table = Table("stream", "what", "records", "seconds", "records/s", "vs consume-only", title=f"{recorded} episode events on {bus.url}")
         for topic, consumers in ((TOPIC_EPISODES, ["verifier"]), (TOPIC_VERDICTS, ["diagnoser", "curator"])):
-            n, base = consume_only(bus, topic)
-            table.add_row(topic, "consume-only (poll+commit)", str(n), f"{base:.1f}", f"{n / base:,.0f}", "1.00")
+            nb, base = consume_only(bus, topic)
+            table.add_row(topic, "consume-only (poll+commit)", str(nb), f"{base:.1f}", f"{nb / base:,.0f}", "1.00")
             for name in consumers:
                 n, secs = run_consumer(name, ports, topic, Path(tmp) / "state")
-                table.add_row(topic, name, str(n), f"{secs:.1f}", f"{n / secs:,.0f}", f"{base / secs:.3f}")
+                table.add_row(topic, name, str(n), f"{secs:.1f}", f"{n / secs:,.0f}", f"{(n / secs) / (nb / base):.3f}")
+                if bus.url.startswith("kafka://"):
+                    n, secs = run_faststream(name, ports, topic, Path(tmp) / "state-fs", args.bus)
+                    table.add_row(topic, f"{name} (FastStream app)", str(n), f"{secs:.1f}", f"{n / secs:,.0f}",
+                                  f"{(n / secs) / (nb / base):.3f}")
         publish_all(bus, [start_round(RUN, 1, "p0", "h0", 64, Producer(service="bench", version="0"))])
         n, secs = run_consumer("reweighter", ports, TOPIC_ROUNDS, Path(tmp) / "state")
         table.add_row(TOPIC_ROUNDS, "reweighter (one plan over every verdict)", str(n), f"{secs:.2f}", f"{n / secs:,.1f}", "")

@@ -32,6 +32,8 @@ class _CurationDecision(Event):
     tags: list[CapabilityTag]
     provenance: Provenance
     curator_version: Name
+    # The FailureDiagnosed events (ids) of the episode this decision rests on; empty for successes.
+    failure_diagnoses: list[Name] = Field(default_factory=list)
 
 
 class TrajectoryAdmitted(_CurationDecision):

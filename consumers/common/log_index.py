@@ -13,18 +13,26 @@ from bus_schemas.envelope import Event
 from bus_schemas.errors import SchemaError
 from infra.bus.partitioner import partition_for_key
 from infra.bus.port import Bus
+from infra.bus.records import Record
 from infra.events import from_record
 
 KeyOf = Callable[[Event], str | None]
 
 
 class LogIndex:
-    """Events of ``topic`` grouped by ``key_of(event)`` in log order; undecodable records are skipped."""
+    """Events of ``topic`` grouped by ``key_of(event)`` in log order; undecodable records are skipped.
 
-    def __init__(self, bus: Bus, topic: str, key_of: KeyOf) -> None:
+    With ``by_record_key`` (when ``key_of`` gives the topic's record key, e.g. episodes by episode id)
+    records are kept raw under their key and decoded only when the key is asked for: a consumer that
+    looks up a few keys (the diagnoser, failed episodes only) never decodes the others.
+    """
+
+    def __init__(self, bus: Bus, topic: str, key_of: KeyOf, *, by_record_key: bool = False) -> None:
         self.bus, self.topic, self.key_of = bus, topic, key_of
+        self.by_record_key = by_record_key
         self._cursor: dict[int, int] = {}
         self._by_key: dict[str, list[Event]] = {}
+        self._raw: dict[str, list[Record]] = {}
 
     def catch_up(self, partition: int | None = None) -> None:
         """Read what was appended since the last catch-up (of one partition, or of all)."""
@@ -35,6 +43,9 @@ class LogIndex:
                 continue
             for record in self.bus.replay(self.topic, from_offset=start, partition=part):
                 self._cursor[part] = record.offset + 1
+                if self.by_record_key and record.key:
+                    self._raw.setdefault(record.key.decode("utf-8", "replace"), []).append(record)
+                    continue
                 try:
                     event = from_record(record)
                 except SchemaError:
@@ -51,21 +62,37 @@ class LogIndex:
 
     def lookup(self, key: str, complete: Callable[[list[Event]], bool]) -> list[Event]:
         """Events under ``key``; catches up, then re-reads the whole topic once, until ``complete`` holds."""
-        if not complete(self._by_key.get(key, [])):
+        if not complete(self.get(key)):
             self.catch_up(self.partition_of(key))
-        if not complete(self._by_key.get(key, [])):  # evicted earlier (e.g. a redelivery): rebuild from the start
+        if not complete(self.get(key)):  # evicted earlier (e.g. a redelivery): rebuild from the start
             self._cursor.clear()
             self._by_key.clear()
+            self._raw.clear()
             self.catch_up()
-        return self._by_key.get(key, [])
+        return self.get(key)
 
     def get(self, key: str) -> list[Event]:
+        raw = self._raw.pop(key, None)
+        if raw:
+            self._decode(key, raw)
         return self._by_key.get(key, [])
+
+    def _decode(self, key: str, records: list[Record]) -> None:
+        for record in records:
+            try:
+                event = from_record(record)
+            except SchemaError:
+                continue
+            if self.key_of(event) == key:
+                self._by_key.setdefault(key, []).append(event)
 
     def forget(self, key: str) -> None:
         """Drop a key that will not be asked for again (a finished episode), to bound memory."""
         self._by_key.pop(key, None)
+        self._raw.pop(key, None)
 
     def events(self) -> Iterator[Event]:
+        for key in list(self._raw):
+            self.get(key)
         for events in self._by_key.values():
             yield from events

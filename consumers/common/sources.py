@@ -31,11 +31,13 @@ class Sources:
 
     @cached_property
     def tasks(self) -> LogIndex:
-        return LogIndex(self.ports.bus, TOPIC_TASKS, lambda e: e.task_id if isinstance(e, TaskSpecified) else None)
+        return LogIndex(
+            self.ports.bus, TOPIC_TASKS, lambda e: e.task_id if isinstance(e, TaskSpecified) else None, by_record_key=True
+        )
 
     @cached_property
     def episodes(self) -> LogIndex:
-        return LogIndex(self.ports.bus, TOPIC_EPISODES, _episode_key)
+        return LogIndex(self.ports.bus, TOPIC_EPISODES, _episode_key, by_record_key=True)
 
     def task(self, task_id: str) -> TaskSpecified:
         """The first TaskSpecified of ``task_id`` (tasks are immutable: a later one with the same id is ignored)."""

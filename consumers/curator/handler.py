@@ -6,6 +6,7 @@ from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Event, Producer, correlate
 from bus_schemas.events import (
     EpisodeVerified,
+    FailureDiagnosed,
     Provenance,
     ReviewDecided,
     ReviewRequested,
@@ -40,15 +41,19 @@ def _common(cause: Event, task: TaskSpecified, episode: EpisodeRecord, reasons: 
 
 def curate(
     verdict: EpisodeVerified, task: TaskSpecified, episode: EpisodeRecord, bundle: BlobRef,
-    first_with_bundle: str | None, producer: Producer,
+    first_with_bundle: str | None, producer: Producer, diagnoses: tuple[FailureDiagnosed, ...] = (),
 ) -> list[Event]:
-    """``first_with_bundle``: the episode that was admitted earlier with the same bundle (a duplicate), if any."""
-    common = _common(verdict, task, episode, [], producer)
+    """``first_with_bundle``: the episode that was admitted earlier with the same bundle (a duplicate), if any.
+    ``diagnoses``: the failure attributions of the episode; the decision links them (and reacts to the last)."""
+    common = _common(diagnoses[-1] if diagnoses else verdict, task, episode, [], producer)
+    common["failure_diagnoses"] = [d.event_id for d in diagnoses]
+    attributed = [f"diagnosed {d.attribution}" + (f" at step {d.step}" if d.step is not None else "")
+                  + f" (confidence {d.confidence:.2f})" for d in diagnoses]
     if task.split != "train":
-        return [TrajectoryRejected(**{**common, "reasons": [f"{task.split} task: never trained on"]})]
+        return [TrajectoryRejected(**{**common, "reasons": [f"{task.split} task: never trained on", *attributed]})]
     if verdict.outcome != "success":
         why = f"verdict {verdict.outcome} (score {verdict.score:.2f}); kept on the log for diagnosis"
-        return [TrajectoryRejected(**{**common, "reasons": [why]})]
+        return [TrajectoryRejected(**{**common, "reasons": [why, *attributed]})]
     if bad := malformed(task, episode):
         return [TrajectoryRejected(**{**common, "reasons": bad})]
     if first_with_bundle is not None and first_with_bundle != episode.episode_id:

@@ -6,6 +6,7 @@ from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import EpisodeVerified
 from bus_schemas.topics import TOPIC_VERDICTS
 from consumers.common.sources import Sources
+from consumers.diagnoser.assist import ModelAssist, load_assist
 from consumers.diagnoser.handler import VERSION, diagnose
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
@@ -15,8 +16,9 @@ PRODUCER = Producer(service=NAME, version=VERSION)
 
 
 class Diagnoser:
-    def __init__(self) -> None:
+    def __init__(self, assist: ModelAssist | None = None) -> None:
         self._sources: Sources | None = None
+        self.assist = assist
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, EpisodeVerified)
@@ -26,8 +28,9 @@ class Diagnoser:
             return []
         episode = sources.episode_by_id(event.episode_id)
         sources.episodes.forget(event.episode_id)
-        return [diagnose(event, sources.task(event.task_id), episode, PRODUCER)]
+        return [diagnose(event, sources.task(event.task_id), episode, PRODUCER, self.assist)]
 
 
 def build() -> ConsumerSpec:
-    return ConsumerSpec(NAME, (TOPIC_VERDICTS,), Diagnoser().handle, frozenset({"EpisodeVerified"}), VERSION)
+    """Rules only, unless ``FLYWHEEL_DIAGNOSER_MODEL`` configures a model-assisted pass (see ``assist``)."""
+    return ConsumerSpec(NAME, (TOPIC_VERDICTS,), Diagnoser(load_assist()).handle, frozenset({"EpisodeVerified"}), VERSION)

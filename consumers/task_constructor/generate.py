@@ -1,4 +1,5 @@
-"""Candidate tasks for a request: new seeded worlds of matching templates, and harder variants of failed tasks.
+"""Candidate tasks for a request: new seeded worlds of matching templates, harder variants of failed tasks,
+and cross-app recombinations (every other candidate: the instance followed by a partner template's, same world).
 
 Candidates are a pure function of the request (its id seeds the worlds), so a replay builds the same
 tasks. Worlds come from the requested split's own pools, so a train task never shares a world with dev/test.
@@ -10,6 +11,7 @@ import hashlib
 from collections.abc import Iterator
 
 from bus_schemas.events import TaskGenerationRequested, TaskSource, TaskSpecified
+from consumers.task_constructor.recombine import combine, partners
 from producers.tasks.suite import make_task
 from producers.tasks.template import Template
 from producers.tasks.templates import TEMPLATES
@@ -50,3 +52,12 @@ def candidates(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> 
         source = TaskSource(kind="generated", template_id=template.id, instance_key=task.source.instance_key,
                             generator=GENERATOR, parent_task_id=parent)
         yield task.model_copy(update={"source": source, "task_id": f"gen/{task.task_id}"})
+        others = partners(template)
+        if k % 2 and others:
+            other = make_task(others[(k // 2) % len(others)], request.run_id, seed, request.split, k)
+            mixed = combine(task, other)
+            if mixed is not None:
+                yield mixed.model_copy(update={
+                    "source": mixed.source.model_copy(update={"kind": "generated", "generator": GENERATOR, "parent_task_id": parent}),
+                    "task_id": f"gen/{mixed.task_id}",
+                })

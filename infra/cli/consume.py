@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 from rich.console import Console
@@ -16,6 +17,9 @@ from rich.table import Table
 from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
 from infra.config import Settings
 from infra.registry.port import Registry
+
+if TYPE_CHECKING:
+    from infra.bootstrap import Ports
 
 console = Console(stderr=True)
 
@@ -40,26 +44,66 @@ class LazyRegistry:
         return getattr(self._registry, name)
 
 
-def run_worker(name: str, overrides: dict[str, str | None], state_dir: Path, idle_exit_s: float | None) -> None:
-    """One group member: open the ports, run the consumer until stopped (or idle), close cleanly."""
-    from consumers.registry import build
+def open_worker_ports(overrides: dict[str, str | None]) -> tuple[Settings, Ports]:
+    """The ports of one group member: bus and blobs now, the registry on first use; topics ensured."""
     from infra.bootstrap import Ports, open_blob_store, open_bus
     from infra.config import load_settings
     from infra.events import ensure_topics
-    from infra.runtime import ConsumerRunner
 
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
-    stop = threading.Event()
-    _stop_on_signals(stop)
     settings = load_settings(**overrides)
-    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))
+    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
     ensure_topics(ports.bus)
-    runner = ConsumerRunner(build(name), ports, state_dir=state_dir)
+    return settings, ports
+
+
+def build_worker(name: str, settings: Settings, ports: Ports, state_dir: Path, idle_exit_s: float | None) -> Worker:
+    """On Kafka the FastStream app; on any other bus the port runner. Both share the batch handling."""
+    from consumers.registry import build
+    from infra.runtime import ConsumerRunner
+    from infra.runtime.kafka_app import FastStreamConsumer, KafkaTarget
+
+    spec = build(name)
+    if settings.bus.startswith("kafka://"):
+        return FastStreamConsumer(spec, ports, KafkaTarget.from_url(settings.bus), state_dir=state_dir, idle_exit_s=idle_exit_s)
+    return _RunnerWorker(ConsumerRunner(spec, ports, state_dir=state_dir), idle_exit_s)
+
+
+class Worker(Protocol):
+    @property
+    def stats(self) -> Any: ...
+
+    def run(self) -> Any: ...
+
+
+class _RunnerWorker:
+    """The port runner with SIGINT/SIGTERM stopping it after the batch in hand."""
+
+    def __init__(self, runner: Any, idle_exit_s: float | None) -> None:
+        self.runner = runner
+        self.idle_exit_s = idle_exit_s
+
+    @property
+    def stats(self) -> Any:
+        return self.runner.stats
+
+    def run(self) -> Any:
+        stop = threading.Event()
+        _stop_on_signals(stop)
+        try:
+            return self.runner.run(stop, idle_exit_s=self.idle_exit_s)
+        finally:
+            self.runner.close()
+
+
+def run_worker(name: str, overrides: dict[str, str | None], state_dir: Path, idle_exit_s: float | None) -> None:
+    """One group member: open the ports, run the consumer until stopped (or idle), close cleanly."""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
+    settings, ports = open_worker_ports(overrides)
     try:
-        stats = runner.run(stop, idle_exit_s=idle_exit_s)
+        worker = build_worker(name, settings, ports, state_dir, idle_exit_s)
+        stats = worker.run()
         logging.getLogger("flywheel.consume").info("stopped: %s", stats)
     finally:
-        runner.close()
         ports.close()
 
 
@@ -72,9 +116,11 @@ def consume(
     bus: BusOpt = None,
     blobs: BlobsOpt = None,
     registry: RegistryOpt = None,
+    auto_approve: Annotated[str | None, typer.Option(help="harness_reviser: change kinds published without review (comma-separated; FLYWHEEL_REVISER_AUTO_APPROVE).")] = None,
+    min_cluster: Annotated[int | None, typer.Option(min=1, help="harness_reviser: diagnoses of one category that trigger a revision (FLYWHEEL_REVISER_MIN_CLUSTER).")] = None,
 ) -> None:
-    """Run a consumer (its own group ``flywheel.NAME``): at-least-once delivery, event-id dedupe, atomic outputs+commit,
-    poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work is redelivered to the next run."""
+    """Run a consumer (its own group ``flywheel.NAME``; a FastStream app on ``kafka://``): at-least-once delivery,
+    event-id dedupe, atomic outputs+commit, poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work is redelivered to the next run."""
     from consumers.registry import CONSUMERS, build
 
     if list_:
@@ -90,6 +136,10 @@ def consume(
 
         rollout_worker(workers=workers, state_dir=state_dir, idle_exit=idle_exit, bus=bus, blobs=blobs, registry=registry)
         return
+    name = "harness_reviser" if name == "harness-reviser" else name
+    for var, value in (("FLYWHEEL_REVISER_AUTO_APPROVE", auto_approve), ("FLYWHEEL_REVISER_MIN_CLUSTER", min_cluster)):
+        if value is not None:
+            os.environ[var] = str(value)  # read by the reviser's config in each worker process
     if name not in CONSUMERS:
         raise typer.BadParameter(
             f"unknown consumer {name!r}; choose one of: rollout-worker, {', '.join(CONSUMERS)}", param_hint="NAME"

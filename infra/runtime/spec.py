@@ -19,6 +19,8 @@ class ConsumerSpec:
     handle: Handler
     event_types: frozenset[str] = field(default_factory=frozenset)  # empty = every event on the topics
     version: str = "0.1.0"
+    # Called before each batch is handled (e.g. to mark a cached view of the log stale); None = nothing.
+    on_batch: Callable[[], None] | None = None
 
     @property
     def group(self) -> str:

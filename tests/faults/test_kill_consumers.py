@@ -33,7 +33,7 @@ from producers.tasks.runner import noop_policy
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
-CONSUMERS = ("verifier", "curator", "diagnoser")
+CONSUMERS = ("verifier", "diagnoser", "curator")  # the clean run in pipeline order: failures are curated on their diagnosis
 OUTPUT_TOPICS = (TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_DIAGNOSES)
 MIN_KILLS = 21
 
@@ -49,17 +49,33 @@ def _record_stream(blobs, tasks) -> list:
 def _outputs(bus) -> dict[str, Counter]:
     """Per producing service, a multiset of output fingerprints.
 
-    Everything but what is fresh per run counts: event_id, occurred_at, and causation_id (the curator and
-    diagnoser react to verdicts, whose ids differ between the clean and the chaos run).
+    Everything but what is fresh per run counts: event_id, occurred_at, causation_id and failure_diagnoses (the
+    curator and diagnoser react to verdicts and diagnoses, whose ids differ between the clean and the chaos run;
+    :func:`_dangling_links` checks the links themselves).
     """
     out: dict[str, Counter] = {name: Counter() for name in CONSUMERS}
     for topic in OUTPUT_TOPICS:
         for record in bus.replay(topic):
             event = from_record(record)
-            body = orjson.dumps(event.model_dump(mode="json", exclude={"event_id", "occurred_at", "causation_id"}),
+            body = orjson.dumps(event.model_dump(mode="json", exclude={"event_id", "occurred_at", "causation_id", "failure_diagnoses"}),
                                 option=orjson.OPT_SORT_KEYS)
             out.setdefault(event.producer.service, Counter())[body] += 1
     return out
+
+
+def _dangling_links(bus) -> list[str]:
+    """Curation decisions whose failure_diagnoses are not exactly the FailureDiagnosed of their episode on this log."""
+    diagnosed = {}
+    for record in bus.replay(TOPIC_DIAGNOSES):
+        event = from_record(record)
+        diagnosed.setdefault(event.episode_id, set()).add(event.event_id)
+    bad = []
+    for record in bus.replay(TOPIC_CURATION):
+        event = from_record(record)
+        links = set(getattr(event, "failure_diagnoses", []))
+        if links and not links <= diagnosed.get(event.episode_id, set()):
+            bad.append(event.episode_id)
+    return bad
 
 
 def _spawn(name: str, bus_url: str, blobs_url: str, state: Path, log: Path) -> subprocess.Popen:
@@ -124,6 +140,7 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path):
 
     final = open_bus(f"sqlite:///{chaos_db}")
     got = _outputs(final)
+    dangling = _dangling_links(final)
     final.close()
     processed = sum(sum(c.values()) for c in got.values())
     lost = sum(((expected[n] - got[n]) for n in CONSUMERS), Counter())
@@ -134,3 +151,4 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path):
     assert sum(expected[n].total() for n in CONSUMERS) > 1000
     assert not lost, f"lost outputs: {list(lost)[:3]}"
     assert not duplicated, f"duplicated outputs: {list(duplicated)[:3]}"
+    assert not dangling, f"decisions linking diagnoses of another episode: {dangling[:3]}"

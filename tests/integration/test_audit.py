@@ -21,7 +21,7 @@ from producers.tasks.runner import noop_policy
 
 pytestmark = pytest.mark.integration
 
-DETERMINISTIC = ("verifier", "curator", "diagnoser")
+DETERMINISTIC = ("verifier", "diagnoser", "curator")  # pipeline order: the curator decides failures on their diagnosis
 
 
 @pytest.fixture

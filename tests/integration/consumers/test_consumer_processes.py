@@ -44,9 +44,12 @@ def _read(ports, topic: str) -> list[Event]:
 
 def _worker(urls, state_dir: Path, mode: str = "run", name: str = "verifier", idle: float | None = None) -> subprocess.CompletedProcess:
     """Run a consumer process until idle; Kafka needs longer (group join, the dead member's session timeout)."""
-    idle = idle or (12 if urls["bus"].startswith("kafka") else 4)
+    kafka = urls["bus"].startswith("kafka")
+    idle = idle or (12 if kafka else 4)
     args = [sys.executable, str(WORKER), name, urls["bus"], urls["blobs"], urls["registry"], str(state_dir), mode]
-    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=240, env={**os.environ, "IDLE_EXIT_S": str(idle)})
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=240, env={**os.environ, "IDLE_EXIT_S": str(idle)})
+    assert f"worker {'FastStreamConsumer' if kafka else '_RunnerWorker'}" in done.stdout, done.stdout + done.stderr[-2000:]
+    return done
 
 
 def _verdicts(ports) -> dict[str, list[EpisodeVerified]]:
@@ -114,7 +117,8 @@ def test_two_worker_processes_share_the_partitions(ports, urls, tmp_path):
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
     reader.start()
     deadline = time.monotonic() + 120
-    while sum("consuming episodes" in line for line in lines) < 2 and time.monotonic() < deadline:
+    started = "consuming episodes as group flywheel.verifier" + (" (FastStream)" if urls["bus"].startswith("kafka") else "")
+    while sum(started in line for line in lines) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(10 if urls["bus"].startswith("kafka") else 3)  # both joined and the group rebalanced
     publish_all(ports.bus, _episodes(ports, tasks, "pair"))
@@ -126,3 +130,65 @@ def test_two_worker_processes_share_the_partitions(ports, urls, tmp_path):
     assert len(handled) == 2 and all(n > 0 for n in handled) and sum(handled) == 24, err[-3000:]
     verdicts = _verdicts(ports)
     assert len(verdicts) == 24 and all(len(v) == 1 for v in verdicts.values())
+
+
+def test_drained_groups_have_no_lag_even_past_transaction_markers(ports, urls, tmp_path):
+    """The curator reads verdicts the verifier wrote in transactions: its lag must still reach 0 when drained."""
+    tasks = _tasks(3)
+    publish_all(ports.bus, [*tasks, *_episodes(ports, tasks, "lag")])
+    for name in ("verifier", "curator"):
+        done = _worker(urls, tmp_path / "state", name=name)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert len(_verdicts(ports)) == 3
+    for name, topics in (("verifier", [TOPIC_EPISODES]), ("curator", ["verdicts", "curation"])):
+        lags = ports.bus.lag(f"flywheel.{name}", topics)
+        assert sum(lag.lag for lag in lags) == 0, lags
+
+
+def test_two_curator_replicas_admit_one_copy_of_each_duplicate_pair(ports, urls, tmp_path):
+    """Wave two repeats wave one's episodes action for action; with the pairs spread over two replicas'
+    partitions, each replica must see the other's admissions, so every copy in wave two is a duplicate."""
+    from bus_schemas.events import TrajectoryAdmitted, TrajectoryRejected
+    from consumers.registry import build
+    from infra.runtime import ConsumerRunner
+
+    kafka = urls["bus"].startswith("kafka")
+    tasks = _tasks(12)
+    publish_all(ports.bus, tasks)
+    code = (
+        "from infra.cli.consume import consume; "
+        f"consume('curator', workers=2, list_=False, state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
+        f"idle_exit={40.0 if kafka else 10.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, registry={urls['registry']!r})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while sum("consuming verdicts" in line for line in lines) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(10 if kafka else 2)  # both joined and the group rebalanced
+    topics = list(build("curator").topics)
+    for tag in ("one", "two"):
+        publish_all(ports.bus, [e for i, t in enumerate(tasks)
+                                for e in record_episode(t, reference_solver, ports.blobs, episode_id=f"ep-{tag}-{i}")])
+        verifier = ConsumerRunner(build("verifier"), ports, state_dir=tmp_path / "verifier")
+        verifier.run(idle_exit_s=6 if kafka else 2)
+        verifier.close()
+        deadline = time.monotonic() + 90
+        while sum(lag.lag for lag in ports.bus.lag("flywheel.curator", topics)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    proc.wait(timeout=240)
+    reader.join(timeout=10)
+    err = "".join(lines)
+    assert proc.returncode == 0, err[-3000:]
+    handled = [int(n) for n in re.findall(r"stopped: RunStats\(handled=(\d+)", err)]
+    assert len(handled) == 2 and all(n > 0 for n in handled), err[-3000:]
+
+    decisions = [e for e in _read(ports, "curation") if isinstance(e, (TrajectoryAdmitted, TrajectoryRejected))]
+    admitted = [e for e in decisions if isinstance(e, TrajectoryAdmitted)]
+    assert admitted and all(e.episode_id.startswith("ep-one-") for e in admitted), [e.episode_id for e in admitted]
+    assert len({e.trajectory.sha256 for e in admitted}) == len(admitted)  # one admission per bundle
+    duplicates = {e.episode_id for e in decisions if isinstance(e, TrajectoryRejected) and "duplicate of" in e.reasons[0]}
+    assert duplicates == {e.episode_id.replace("ep-one-", "ep-two-") for e in admitted}, (
+        sorted(e.episode_id for e in decisions), err[-6000:])

@@ -119,3 +119,19 @@ def test_review_decisions_are_honoured(decision, expected):
     assert out.event_type == expected and out.causation_id == review.event_id and "ana" in out.reasons[0]
     if decision == "correct":
         assert out.trajectory == fixed
+
+
+def test_a_failed_verdict_decided_on_its_diagnosis_links_the_attribution():
+    from bus_schemas.envelope import correlate
+    from bus_schemas.events import FailureDiagnosed
+
+    task = task_with({"state"})
+    failed = verdict(task, {task.criteria[0].id})
+    diagnosis = FailureDiagnosed(producer=P, **correlate(failed), attribution="tool_routing", step=0,
+                                 explanation="wrong tool", confidence=0.8, diagnoser_version="d")
+    [out] = curate(failed, task, _good(task), BUNDLE, None, P, (diagnosis,))
+    assert out.event_type == "TrajectoryRejected"
+    assert out.failure_diagnoses == [diagnosis.event_id] and out.causation_id == diagnosis.event_id
+    assert any("diagnosed tool_routing at step 0" in r for r in out.reasons)
+    [plain] = _decide(task, _good(task))
+    assert plain.failure_diagnoses == []

@@ -46,3 +46,23 @@ def test_seed_tasks_yield_harder_variants():
 def test_non_sandbox_backends_are_refused_clearly():
     with pytest.raises(ValueError, match="sandbox tasks only"):
         construct(_request(backend="device"), [], set(), P)
+
+
+def test_cross_app_recombinations_need_both_goals_and_pass_the_checks():
+    from producers.backends.sandbox.verify import verify
+    from producers.tasks.runner import run_episode
+    from producers.tasks.solver import reference_solver
+    from producers.tasks.templates import TEMPLATES
+
+    made = construct(_request(count=8), [], set(), P)
+    mixed = [t for t in made if "+" in (t.source.template_id or "")]
+    assert mixed, [t.source.template_id for t in made]
+    backend = SandboxBackend()
+    for task in mixed:
+        first, second = (TEMPLATES[p] for p in task.source.template_id.split("+"))
+        assert not set(first.apps) & set(second.apps) and set(task.apps) == set(first.apps) | set(second.apps)
+        assert {c.id.split(".")[0] for c in task.criteria if c.kind != "no_collateral"} == {"a", "b"}
+        assert valid(task, backend) and task.split == "train" and task.source.kind == "generated"
+        half = task.model_copy(update={"source": task.source.model_copy(update={"template_id": first.id})})
+        only_first = run_episode(backend, task, lambda _t, plan=reference_solver(half): plan)
+        assert not verify(task, only_first.evidence, only_first.answer).outcome  # the second goal is checked too

@@ -1,0 +1,91 @@
+"""Optional model-assisted pass: when the rules are unsure, a configured model names the taxonomy label.
+
+Rules stay the default and decide alone when their first finding is confident. Otherwise the model is
+shown the goal, the steps and the failed criteria and asked for one label; a valid label becomes the
+attribution (the rules' labels stay as secondary), anything else leaves the rules' answer. Greedy
+decoding keeps the pass deterministic given the model version, which the explanation names.
+
+Configured by ``FLYWHEEL_DIAGNOSER_MODEL``: ``scripted:LABEL`` (always answers LABEL: demos, tests) or
+``hf:/path/to/checkpoint`` (a local causal LM through transformers, never downloaded).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import get_args
+
+from bus_schemas.events import EpisodeVerified, FailureCategory, TaskSpecified
+from consumers.common.episode import EpisodeRecord
+from consumers.diagnoser.rules import Finding
+
+Completer = Callable[[str], str]
+LABELS: tuple[str, ...] = get_args(FailureCategory)
+CONFIDENT = 0.6
+MODEL_CONFIDENCE = 0.5
+ENV = "FLYWHEEL_DIAGNOSER_MODEL"
+
+
+def prompt(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified, found: list[Finding]) -> str:
+    failed = [r.criterion_id for r in verdict.criteria if not r.passed]
+    lines = [f"Goal: {task.goal}", f"Tools: {', '.join(task.tools)}"]
+    for s in episode.steps:
+        seen = "no observation" if s.observation is None else (
+            f"error {s.observation.error.code}" if s.observation.error else str(s.observation.result)[:200])
+        lines.append(f"step {s.action.step}: {s.action.action.model_dump_json()[:300]} -> {seen}")
+    lines += [f"Failed criteria: {', '.join(failed) or 'none'}", f"Rule guesses: {', '.join(f.label for f in found)}",
+              f"Answer with one label of: {', '.join(LABELS)}.", "Label:"]
+    return "\n".join(lines)
+
+
+def parse_label(text: str) -> str | None:
+    """The taxonomy label named first in ``text``; None when it names none."""
+    hits = [(m.start(), label) for label in LABELS if (m := re.search(rf"\b{label}\b", text.lower()))]
+    return min(hits)[1] if hits else None
+
+
+@dataclass(frozen=True)
+class ModelAssist:
+    complete: Completer
+    version: str
+    confident: float = CONFIDENT
+
+    def review(self, task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified, found: list[Finding]) -> list[Finding]:
+        """``found`` unchanged when the rules are confident or the model names no label; else the model's first."""
+        if found[0].confidence >= self.confident:
+            return found
+        label = parse_label(self.complete(prompt(task, episode, verdict, found)))
+        if label is None or label == found[0].label:
+            return found
+        step = next((f.step for f in found if f.label == label), None)
+        why = f"model {self.version} says {label}; rules said {found[0].label} ({found[0].explanation})"
+        return [Finding(label, step, why, MODEL_CONFIDENCE), *found]  # type: ignore[arg-type]
+
+
+def load_assist(ref: str | None = None) -> ModelAssist | None:
+    """The configured assist (``ref`` or the environment), or None: rules only."""
+    ref = ref if ref is not None else os.environ.get(ENV)
+    if not ref:
+        return None
+    kind, _, arg = ref.partition(":")
+    if kind == "scripted" and arg:
+        return ModelAssist(lambda _prompt: arg, ref)
+    if kind == "hf" and arg:
+        return ModelAssist(_local_lm(arg), ref)
+    raise ValueError(f"{ENV}={ref!r}: expected scripted:LABEL or hf:/path/to/checkpoint")
+
+
+def _local_lm(path: str) -> Completer:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+
+    def complete(text: str) -> str:
+        inputs = tokenizer(text, return_tensors="pt", truncation=True, max_length=2048)
+        out = model.generate(**inputs, max_new_tokens=12, do_sample=False)
+        return str(tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+
+    return complete

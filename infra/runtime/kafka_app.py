@@ -1,0 +1,288 @@
+"""A consumer as a FastStream app on Kafka: FastStream owns the subscription, lifecycle, signals and logs.
+
+Each polled batch goes through the same :class:`BatchHandler` as the port runner (decode, dedupe by
+event id, bounded retries, dead letters). Its outputs and the batch's offsets are then written in one
+Kafka transaction (``send_offsets_to_transaction``), so after a crash either both are visible to
+``read_committed`` readers or neither is. FastStream's own acking is off (``AckPolicy.MANUAL``): the
+transaction is the commit; a batch that could not be made durable is rewound (``nack``) and redelivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka import TopicPartition as AioTopicPartition
+from faststream import AckPolicy, FastStream
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+
+from infra.bus.kafka import TRANSACTION_TIMEOUT_MS
+from infra.bus.records import OutgoingRecord, Record, next_offsets
+from infra.runtime.batch import BatchHandler, RunStats
+from infra.runtime.spec import ConsumerSpec
+
+log = logging.getLogger("flywheel.runtime")
+
+MARKER_CHECK_IDLE_S = 2.0
+FAILURE_BACKOFF_S = 1.0
+
+
+@dataclass(frozen=True)
+class KafkaTarget:
+    """Where the app connects, from a ``kafka://host:port[?namespace=NS&session_timeout_s=S]`` bus URL."""
+
+    bootstrap: str
+    namespace: str | None = None
+    session_timeout_s: float = 10.0
+
+    @classmethod
+    def from_url(cls, url: str) -> KafkaTarget:
+        parts = urlsplit(url)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        return cls(parts.netloc, query.get("namespace") or None, float(query.get("session_timeout_s", 10.0)))
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.namespace}." if self.namespace else ""
+
+
+class _FinishBatchOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Hold a rebalance until the batch in flight is committed, so no partition is handled twice."""
+
+    def __init__(self, app: FastStreamConsumer) -> None:
+        self.app = app
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self.app.quiescent()
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self.app.markers_dirty = True
+
+
+class FastStreamConsumer:
+    """Runs one :class:`ConsumerSpec` as a FastStream Kafka subscriber in the spec's consumer group."""
+
+    def __init__(
+        self,
+        spec: ConsumerSpec,
+        ports: Any,
+        target: KafkaTarget,
+        *,
+        state_dir: Path = Path(".flywheel/state"),
+        batch_size: int = 200,
+        max_attempts: int = 3,
+        retry_backoff_s: float = 0.05,
+        idle_exit_s: float | None = None,
+    ) -> None:
+        self.spec = spec
+        self.ports = ports
+        self.target = target
+        self.idle_exit_s = idle_exit_s
+        self.group = target.prefix + spec.group
+        self.batches = BatchHandler(
+            spec, ports, state_dir=state_dir, max_attempts=max_attempts, retry_backoff_s=retry_backoff_s
+        )
+        self.markers_dirty = True
+        self._in_flight = False
+        self._producer: AIOKafkaProducer | None = None
+        self._reader: AIOKafkaConsumer | None = None
+        self._lock = asyncio.Lock()  # one transaction or offset move at a time
+        self._last_activity = time.monotonic()
+        self._watcher: asyncio.Task[None] | None = None
+        session_ms = int(target.session_timeout_s * 1000)
+        self.broker = KafkaBroker(
+            target.bootstrap, client_id=f"flywheel-{spec.name}", logger=log, log_level=logging.DEBUG,
+            graceful_timeout=60.0,
+        )
+        self.subscriber = self.broker.subscriber(
+            *[target.prefix + t for t in spec.topics],
+            batch=True,
+            max_records=batch_size,
+            batch_timeout_ms=500,
+            group_id=self.group,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            session_timeout_ms=session_ms,
+            heartbeat_interval_ms=max(500, session_ms // 4),
+            ack_policy=AckPolicy.MANUAL,
+            listener=_FinishBatchOnRevoke(self),
+        )
+        self.subscriber(self._on_batch)
+        self.app = FastStream(
+            self.broker, logger=log, on_startup=[self._start_producer], after_startup=[self._started],
+            on_shutdown=[self._stop_watcher], after_shutdown=[self._stop_clients],
+        )
+
+    @property
+    def stats(self) -> RunStats:
+        return self.batches.stats
+
+    def run(self) -> RunStats:
+        """Run until SIGINT/SIGTERM (or ``idle_exit_s`` without records); returns the stats."""
+        try:
+            asyncio.run(self.app.run(log_level=logging.INFO))
+        finally:
+            self.batches.close()
+        return self.stats
+
+    # -- one batch -----------------------------------------------------------------------------
+
+    async def _on_batch(self, message: KafkaMessage) -> None:
+        raw = message.raw_message
+        records = [self._record(m) for m in (raw if isinstance(raw, tuple) else (raw,))]
+        if not records:
+            return
+        self._last_activity = time.monotonic()
+        self._in_flight = True
+        try:
+            result = await anyio.to_thread.run_sync(self.batches.handle, records)
+            await self.publish_and_commit(result.outputs, records)
+        except Exception:
+            log.exception("%s: batch of %d records not committed; rewinding for redelivery", self.spec.name, len(records))
+            await message.nack()
+            await asyncio.sleep(FAILURE_BACKOFF_S)
+            return
+        finally:
+            self._in_flight = False
+            self._last_activity = time.monotonic()
+        await anyio.to_thread.run_sync(self.batches.done, result)
+        self.markers_dirty = True
+
+    def _record(self, msg: Any) -> Record:
+        headers = msg.headers
+        return Record(msg.topic.removeprefix(self.target.prefix), msg.partition, msg.offset, msg.key, msg.value,
+                      msg.timestamp, tuple(headers) if headers else ())
+
+    async def publish_and_commit(self, outputs: Sequence[OutgoingRecord], consumed: Sequence[Record]) -> None:
+        """Outputs and the consumed offsets in one transaction: both become visible, or neither."""
+        prefix = self.target.prefix
+        offsets = {AioTopicPartition(prefix + tp.topic, tp.partition): off for tp, off in next_offsets(consumed).items()}
+        async with self._lock:
+            producer = await self._transactional()
+            try:
+                async with producer.transaction():
+                    for r in outputs:
+                        await producer.send(prefix + r.topic, value=r.value, key=r.key, headers=list(r.headers),
+                                            partition=r.partition)
+                    await producer.send_offsets_to_transaction(offsets, self.group)
+            except BaseException:
+                await self._stop_producer()  # a fresh producer (and transactional id) for the retry
+                raise
+
+    async def quiescent(self) -> None:
+        """Wait until no batch is being handled (the rebalance listener calls this)."""
+        while self._in_flight:
+            await asyncio.sleep(0.05)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def _transactional(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            producer = AIOKafkaProducer(
+                bootstrap_servers=self.target.bootstrap,
+                client_id=f"flywheel-{self.spec.name}",
+                transactional_id=f"{self.group}-{uuid.uuid4().hex[:12]}",
+                enable_idempotence=True,
+                acks="all",
+                linger_ms=5,
+                transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+            )
+            await producer.start()
+            self._producer = producer
+        return self._producer
+
+    async def _start_producer(self) -> None:
+        await self._transactional()
+
+    async def _stop_producer(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await producer.stop()
+
+    async def _stop_clients(self) -> None:
+        await self._stop_producer()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await reader.stop()
+
+    async def _started(self) -> None:
+        log.info("%s: consuming %s as group %s (FastStream)", self.spec.name, ",".join(self.spec.topics), self.spec.group)
+        self._last_activity = time.monotonic()
+        self._watcher = asyncio.create_task(self._watch())
+
+    async def _stop_watcher(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            try:
+                await self._watcher
+            except asyncio.CancelledError:
+                pass
+
+    async def _watch(self) -> None:
+        """While idle: move offsets over trailing transaction markers; exit after ``idle_exit_s``."""
+        while True:
+            await asyncio.sleep(0.5)
+            idle = time.monotonic() - self._last_activity
+            if self.markers_dirty and idle >= MARKER_CHECK_IDLE_S:
+                try:
+                    await self._commit_past_markers()
+                except Exception:  # noqa: BLE001 - best effort; retried on the next idle tick
+                    log.warning("%s: could not move offsets past transaction markers", self.spec.name, exc_info=True)
+            if self.idle_exit_s is not None and idle >= self.idle_exit_s and not self._in_flight:
+                self.app.exit()
+                return
+
+    async def _commit_past_markers(self) -> None:
+        """Markers take offsets but are never delivered, so a group that handled everything would show a
+        lag of one per transactionally written partition. A partition is moved to its end only if a
+        read from the committed offset finds no record at all, so nothing unhandled is ever skipped."""
+        consumer = self.subscriber.consumer
+        if consumer is None:
+            return
+        async with self._lock:
+            self.markers_dirty = False
+            assigned = sorted(consumer.assignment())
+            if not assigned:
+                return
+            reader = await self._marker_reader()
+            ends = await reader.end_offsets(assigned)
+            behind = {}
+            for tp in assigned:
+                committed = await consumer.committed(tp)
+                if committed is not None and committed < ends[tp]:
+                    behind[tp] = committed
+            if not behind:
+                return
+            reader.assign(list(behind))
+            for tp, offset in behind.items():
+                reader.seek(tp, offset)
+            deliverable: set[AioTopicPartition] = set()
+            deadline = time.monotonic() + 5.0
+            pending = set(behind)
+            while pending and time.monotonic() < deadline:
+                got = await reader.getmany(*pending, timeout_ms=200)
+                deliverable |= {tp for tp, msgs in got.items() if msgs}
+                pending = {tp for tp in pending - deliverable if await reader.position(tp) < ends[tp]}
+            moves = {tp: ends[tp] for tp in behind if tp not in deliverable and tp not in pending}
+            if moves:
+                await consumer.commit(moves)
+
+    async def _marker_reader(self) -> AIOKafkaConsumer:
+        """A group-less read_committed consumer for the marker check, created once on the app's loop."""
+        if self._reader is None:
+            self._reader = AIOKafkaConsumer(
+                bootstrap_servers=self.target.bootstrap, client_id=f"flywheel-{self.spec.name}-markers",
+                group_id=None, enable_auto_commit=False, isolation_level="read_committed",
+            )
+            await self._reader.start()
+        return self._reader
