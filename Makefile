@@ -60,6 +60,7 @@ test: install adb
 bench: install
 	$(BIN)/python bench/bus_throughput.py
 	$(BIN)/python bench/schemas.py
+	$(BIN)/python bench/learner_sft.py
 
 clean:
 	rm -rf .flywheel runs

@@ -15,8 +15,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-# bench/learner.py is named like the package: keep bench/ off the import path so `learner` is the package
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 

@@ -29,15 +29,25 @@ class LearnerConfig(BaseModel):
     base_checkpoint: Path | None = None
     """A local checkpoint directory to start from (e.g. a Qwen3 model); None builds the tiny model."""
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
-    vocab_size: Annotated[int, Field(ge=300)] = 1024
+    vocab_size: Annotated[int, Field(ge=300)] = 512
+    """Small, so names and values the model never saw still split into pieces it has produced."""
     max_prompt_tokens: Annotated[int, Field(ge=32)] = 128
     max_new_tokens: Annotated[int, Field(ge=8)] = 64
+    goal_tokens: Annotated[int, Field(ge=0)] = 48
+    """The task turn's first tokens kept in every prompt (0: only the newest ``max_prompt_tokens``)."""
+    value_swaps: Annotated[int, Field(ge=0)] = 2
+    """Value-swapped copies of each training example (``learner.dataset.augment``): teaches copying values."""
     harness: HarnessConfig = Field(default_factory=tiny_harness)
-    sft: SftSettings = Field(default_factory=lambda: SftSettings(max_steps=300, learning_rate=3e-3))
+    sft: SftSettings = Field(default_factory=lambda: SftSettings(max_steps=800, learning_rate=3e-3, logging_steps=100))
+    """Cold start: a fresh model."""
+    continued_sft: SftSettings = Field(
+        default_factory=lambda: SftSettings(max_steps=600, learning_rate=1e-3, logging_steps=100)
+    )
+    """SFT continued from a registered version (``run_sft(base_version=...)``)."""
     rl: RlSettings = Field(default_factory=RlSettings)
     train_categories: tuple[str, ...] = ("tool_use",)
     max_difficulty: Annotated[int, Field(ge=1, le=3)] = 1
-    cold_start_seeds: Annotated[int, Field(ge=1)] = 8
+    cold_start_seeds: Annotated[int, Field(ge=1)] = 32
     """Task-suite seeds whose train split seeds the cold start (more seeds, more distinct examples)."""
     dev_per_category: Annotated[int, Field(ge=1)] | None = 16
     work_dir: Path = Path(".flywheel/learner")

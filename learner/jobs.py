@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bus_schemas.envelope import Event
 from bus_schemas.events.tasks import TaskSpecified
+from harness_service.config import HarnessConfig
 from harness_service.runner.episode import Harness
 from harness_service.skills.library import SkillLibrary
 from infra.bootstrap import Ports
@@ -15,13 +17,16 @@ from infra.events import publish_all
 from learner.care.controller import ControllerInputs, choose_schedule
 from learner.care.history import recent_dev_overall, schedule_in_force
 from learner.config import LearnerConfig
-from learner.dataset.build import MANIFEST_MEDIA_TYPE, DatasetBuild, build_dataset
+from learner.dataset.augment import augment
+from learner.dataset.build import MANIFEST_MEDIA_TYPE, DatasetBuild, Example, build_dataset
 from learner.dataset.coldstart import seed_cold_start
 from learner.dataset.episodes import read_log
+from learner.dataset.harnesses import harness_resolver
 from learner.eval.dev import DevReport, evaluate_dev, pick_tasks
 from learner.model.factory import build_tiny_model, load_checkpoint, save_checkpoint
-from learner.model.policy import PlannerPolicy, PromptWindow
+from learner.model.policy import PlannerPolicy
 from learner.model.tokenizer import train_tokenizer
+from learner.model.window import PromptWindow, turn_corpus
 from learner.registry import ARTIFACT_PATH, PRODUCER, Lineage, promote_if_better, register_checkpoint
 from learner.rl.loop import RlState, RlStepReport, rl_step
 from learner.sft.trainer import SftResult, train_sft
@@ -41,6 +46,8 @@ class TrainOutcome:
     checkpoint: Path
     dataset_digest: str
     metrics: dict[str, float]
+    events: list[Event] = field(default_factory=list)
+    """TrainingRunStarted, TrainingRunCompleted, ModelVersionRegistered (published unless ``publish=False``)."""
 
 
 def skills() -> SkillLibrary:
@@ -48,11 +55,15 @@ def skills() -> SkillLibrary:
 
 
 def harness_version(config: LearnerConfig) -> str:
-    return Harness(config=config.harness, policy=None, blobs=None, events=None, skills=skills()).version  # type: ignore[arg-type]
+    return _label(config.harness)
+
+
+def _label(harness: HarnessConfig) -> str:
+    return Harness(config=harness, policy=None, blobs=None, events=None, skills=skills()).version  # type: ignore[arg-type]
 
 
 def window(config: LearnerConfig) -> PromptWindow:
-    return PromptWindow(config.max_prompt_tokens, config.max_new_tokens)
+    return PromptWindow(config.max_prompt_tokens, config.max_new_tokens, config.goal_tokens)
 
 
 def train_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
@@ -83,29 +94,68 @@ def seed_reference_episodes(ports: Ports, config: LearnerConfig, *, run_id: str,
 
 
 def current_dataset(ports: Ports, config: LearnerConfig) -> DatasetBuild:
-    """Admitted (or, before any curation, verified) episodes of our harness version, re-rendered and checked."""
+    """Admitted (or, before any curation, verified) episodes of any harness version found, re-rendered and checked.
+
+    Our own harness and the built-in default (what rollout workers run for ``default``) are known; revised
+    versions (``name/N``) are loaded from the registry.
+    """
     log = read_log(ports.bus)
-    return build_dataset(log, {harness_version(config): config.harness}, skills(), ports.blobs.get)
+    known = {_label(HarnessConfig()): HarnessConfig(), harness_version(config): config.harness}
+    resolve = harness_resolver(known, ports.registry)
+    return build_dataset(log, resolve, skills(), ports.blobs.get)
 
 
-def _fresh_model(config: LearnerConfig, data: DatasetBuild) -> tuple[Any, Any]:
+def _training_rows(config: LearnerConfig, data: DatasetBuild) -> list[Example]:
+    """The dataset's examples plus ``config.value_swaps`` value-swapped copies of each (see dataset.augment)."""
+    return [*data.examples, *augment(data.examples, config.value_swaps, seed=config.sft.seed)]
+
+
+def _fresh_model(config: LearnerConfig, data: DatasetBuild) -> tuple[Any, Any, PromptWindow]:
     if config.base_checkpoint is not None:
-        return load_checkpoint(config.base_checkpoint)
-    tokenizer = train_tokenizer((e.prompt + e.completion for e in data.examples), config.vocab_size)
-    return build_tiny_model(tokenizer, config.tiny), tokenizer
+        return (*load_checkpoint(config.base_checkpoint), window(config))
+    tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in _training_rows(config, data)), config.vocab_size)
+    return build_tiny_model(tokenizer, config.tiny), tokenizer, window(config)
+
+
+def _continued_model(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, PromptWindow]:
+    """A registered version with the tokenizer and window it was trained with."""
+    model, tokenizer, local = load_version(ports, config, version)
+    return model, tokenizer, PromptWindow.load(local)
 
 
 def run_sft(
-    ports: Ports, config: LearnerConfig, *, run_id: str, round: int = 0, progress: Progress | None = None
+    ports: Ports,
+    config: LearnerConfig,
+    *,
+    run_id: str,
+    round: int = 0,
+    progress: Progress | None = None,
+    base_version: str | None = None,
+    max_steps: int | None = None,
+    time_budget_s: float | None = None,
+    publish: bool = True,
 ) -> TrainOutcome:
-    """Cold-start SFT on the current dataset; registers the checkpoint as ``@candidate`` and publishes lineage."""
+    """SFT on the current dataset; registers the checkpoint as ``@candidate`` and publishes lineage.
+
+    ``base_version`` continues from that registered version (its tokenizer and window, ``config.continued_sft``
+    settings, lineage parent); otherwise a fresh model (``config.sft``). ``max_steps`` overrides the settings'
+    step count; ``time_budget_s`` stops training early once that much wall time has passed.
+    """
     data = current_dataset(ports, config)
     if not data.examples:
         raise ValueError("no trainable episodes in the log: seed the cold start first (flywheel train seed)")
-    model, tokenizer = _fresh_model(config, data)
+    if base_version is None:
+        model, tokenizer, prompt_window = _fresh_model(config, data)
+        settings = config.sft
+    else:
+        model, tokenizer, prompt_window = _continued_model(ports, config, base_version)
+        settings = config.continued_sft
+    if max_steps is not None:
+        settings = settings.model_copy(update={"max_steps": max_steps})
     target = config.work_dir / f"sft-{run_id}-r{round}"
     result: SftResult = train_sft(
-        model, tokenizer, data.examples, target, settings=config.sft, window=window(config), on_step=progress
+        model, tokenizer, _training_rows(config, data), target, settings=settings, window=prompt_window, on_step=progress,
+        time_budget_s=time_budget_s,
     )
     lineage = Lineage(
         model_name=config.model_name,
@@ -114,15 +164,20 @@ def run_sft(
         dataset_manifest=ports.blobs.put(data.manifest(), MANIFEST_MEDIA_TYPE),
         source_offsets=data.offsets,
         harness_version=harness_version(config),
-        parent_version=None,
-        params={**config.sft.model_dump(), "examples": len(data.examples), "max_prompt_tokens": config.max_prompt_tokens},
+        parent_version=base_version,
+        params={
+            **settings.model_dump(), "examples": len(data.examples), "value_swaps": config.value_swaps, "max_prompt_tokens": prompt_window.max_prompt_tokens,
+            "goal_tokens": prompt_window.goal_tokens,
+            **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
+        },
         metrics=result.metrics(),
         steps=result.steps,
         wall_time_s=result.wall_time_s,
     )
     version, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round)
-    publish_all(ports.bus, events)
-    return TrainOutcome(version.version, target, data.digest, result.metrics())
+    if publish:
+        publish_all(ports.bus, events)
+    return TrainOutcome(version.version, target, data.digest, result.metrics(), events)
 
 
 def load_version(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, Path]:
@@ -161,7 +216,7 @@ def run_eval(
 
 def run_rl(
     ports: Ports, config: LearnerConfig, version: str, *, steps: int, run_id: str, round: int = 0,
-    progress: Progress | None = None,
+    progress: Progress | None = None, publish: bool = True,
 ) -> tuple[TrainOutcome, list[RlStepReport]]:
     """``steps`` GRPO steps from ``version`` over bus rollouts; registers the result with ``version`` as parent."""
     model, tokenizer, local = load_version(ports, config, version)
@@ -186,7 +241,9 @@ def run_rl(
     inputs = ControllerInputs(train_success=success, dev_overall=dev, previous_dev_overall=previous,
                               competence=state.competence)
     _, choice = choose_schedule(inputs, schedule, model_name=config.model_name, run_id=run_id, producer=PRODUCER)
-    publish_all(ports.bus, [choice.model_copy(update={"round": round})])
+    chosen = choice.model_copy(update={"round": round})
+    if publish:
+        publish_all(ports.bus, [chosen])
     target = save_checkpoint(model, tokenizer, config.work_dir / f"rl-{run_id}-r{round}")
     state.window.save(target)
     metrics = {
@@ -209,5 +266,6 @@ def run_rl(
         wall_time_s=sum(r.rollout_s + r.scoring_s + r.update_s for r in reports),
     )
     ref, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round)
-    publish_all(ports.bus, events)
-    return TrainOutcome(ref.version, target, digest, metrics), reports
+    if publish:
+        publish_all(ports.bus, events)
+    return TrainOutcome(ref.version, target, digest, metrics, [chosen, *events]), reports

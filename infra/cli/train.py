@@ -64,7 +64,7 @@ def _config(model: str, work_dir: Path, **updates: object):  # noqa: ANN202 (Lea
 @app.command()
 def seed(
     bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
-    seeds: Annotated[int, typer.Option(help="Task-suite seeds whose train split is solved.")] = 8,
+    seeds: Annotated[int | None, typer.Option(help="Task-suite seeds whose train split is solved.")] = None,
 ) -> None:
     """Publish reference-solver episodes of the train split (through the harness) as cold-start data."""
     from learner.jobs import seed_reference_episodes
@@ -80,17 +80,18 @@ def sft(
     bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
     model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
     base_checkpoint: Annotated[Path | None, typer.Option(help="Local checkpoint dir (default: tiny model).")] = None,
-    max_steps: Annotated[int, typer.Option(help="Optimizer steps (-1: by epochs).")] = 300,
-    batch_size: Annotated[int, typer.Option(help="Examples per step.")] = 16,
+    base_version: Annotated[str | None, typer.Option(help="Continue from this registered version (e.g. 3).")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Optimizer steps (default: the learner config's).")] = None,
+    time_budget: Annotated[float | None, typer.Option(help="Stop after this many seconds of training.")] = None,
+    round: Annotated[int, typer.Option(help="Round number on the events and the checkpoint folder.")] = 0,
 ) -> None:
-    """Cold-start SFT on the admitted (or verified) trajectories; registers the checkpoint as @candidate."""
+    """SFT on the admitted (or verified) trajectories, from scratch or continued; registers it as @candidate."""
     from learner.jobs import run_sft
-    from learner.sft.config import SftSettings
 
-    config = _config(model, work_dir, base_checkpoint=base_checkpoint,
-                     sft=SftSettings(max_steps=max_steps, batch_size=batch_size, learning_rate=3e-3))
+    config = _config(model, work_dir, base_checkpoint=base_checkpoint)
     with _ports(bus, blobs, registry) as ports, _bar("SFT steps") as bar:
-        outcome = run_sft(ports, config, run_id=_run_id(run_id), progress=bar)
+        outcome = run_sft(ports, config, run_id=_run_id(run_id), round=round, progress=bar, base_version=base_version,
+                          max_steps=max_steps, time_budget_s=time_budget)
     _print_outcome(model, outcome.model_version, outcome.dataset_digest, outcome.metrics)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from harness_service.config import HarnessConfig
 from harness_service.context.messages import render_messages
 from harness_service.skills.library import SkillLibrary
 from learner.dataset.episodes import EpisodeLog
+from learner.dataset.harnesses import HarnessResolver
 from learner.dataset.render import BlobReader, RenderMismatch, rerender_episode
 
 MANIFEST_MEDIA_TYPE = "application/vnd.flywheel.dataset+json"
@@ -78,20 +80,29 @@ def _plan_weight(log: EpisodeLog, task_id: str) -> float:
 
 
 def build_dataset(
-    log: EpisodeLog, configs: dict[str, HarnessConfig], skills: SkillLibrary, read: BlobReader
+    log: EpisodeLog,
+    configs: Mapping[str, HarnessConfig] | HarnessResolver,
+    skills: SkillLibrary,
+    read: BlobReader,
 ) -> DatasetBuild:
     """Every model turn of the selected top-level episodes, re-rendered and verified byte for byte.
 
-    ``configs`` maps a harness version (as recorded in EpisodeStarted) to its config; episodes of an
-    unknown version, or whose replay differs from the record, are skipped with the reason logged.
+    ``configs`` maps a harness version (as recorded in EpisodeStarted) to its config, as a mapping or a
+    resolver; episodes of an unknown version, or whose replay differs from the record, are skipped with
+    the reason logged.
     """
+    resolve = configs.get if isinstance(configs, Mapping) else configs
     build = DatasetBuild(examples=[], offsets=dict(log.offsets))
     versions: set[str] = set()
     for episode_id, weight in sorted(_selected(log).items()):
         record = log.episodes.get(episode_id)
         if record is None or record.started.parent_episode_id is not None:
             continue
-        config = configs.get(record.started.harness_version)
+        task = log.tasks.get(record.started.task_id)
+        if task is None or task.split != "train":  # dev and test episodes are judged and curated, never trained on
+            build.skipped[episode_id] = f"task {record.started.task_id} is not in the train split"
+            continue
+        config = resolve(record.started.harness_version)
         if config is None:
             build.skipped[episode_id] = f"unknown harness version {record.started.harness_version}"
             continue
@@ -102,7 +113,6 @@ def build_dataset(
             _log.warning("dataset: skipping %s", exc)
             continue
         versions.add(record.started.harness_version)
-        task = log.tasks[record.started.task_id]
         scaled = weight * _plan_weight(log, task.task_id)
         build.examples.extend(
             Example(s.episode_id, task.task_id, s.step, task.category, render_messages(s.messages), s.output, scaled)

@@ -9,10 +9,16 @@ from learner.dataset.build import Example
 from learner.model.policy import PromptWindow
 
 
-def tokenize_example(tokenizer: Any, window: PromptWindow, prompt: str, completion: str) -> dict[str, list[int]]:
-    """``input_ids`` and a ``completion_mask`` (1 on the output and its ``<|im_end|>``, 0 on the prompt)."""
+def tokenize_example(
+    tokenizer: Any, window: PromptWindow, prompt: str, completion: str, completion_ids: list[int] | None = None
+) -> dict[str, list[int]]:
+    """``input_ids`` and a ``completion_mask`` (1 on the output and its ``<|im_end|>``, 0 on the prompt).
+
+    ``completion_ids``: the ids the policy actually sampled (else the completion text is tokenized).
+    """
     prompt_ids = window.prompt_ids(tokenizer, prompt)
-    completion_ids = window.completion_ids(tokenizer, completion)
+    if completion_ids is None:
+        completion_ids = window.completion_ids(tokenizer, completion)
     return {"input_ids": prompt_ids + completion_ids, "completion_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
 
 

@@ -1,46 +1,22 @@
-"""The planner as a harness policy: ChatML prompt, left-truncated to a fixed token window, greedy or sampled."""
+"""The planner as a harness policy: ChatML prompt cut to its ``PromptWindow``, greedy or sampled."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-import json
-from dataclasses import asdict, dataclass
+import hashlib
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput
+from learner.model.window import END, PromptWindow
 
-ASSISTANT_PREFIX = "<|im_start|>assistant\n"
-END = "<|im_end|>"
-WINDOW_FILE = "prompt_window.json"
+__all__ = ["PlannerPolicy", "PromptWindow", "sample_key"]
 
 
-@dataclass(frozen=True)
-class PromptWindow:
-    """The newest ``max_prompt_tokens`` of a prompt are kept: a tiny model cannot attend to a 4k-token system text.
-
-    Training examples and rollouts use the same window, so the model is trained on exactly what it sees.
-    """
-
-    max_prompt_tokens: int = 128
-    max_new_tokens: int = 64
-
-    def save(self, checkpoint: Path) -> None:
-        """Stored beside the weights, so any loader serves the model with the window it was trained with."""
-        (checkpoint / WINDOW_FILE).write_text(json.dumps(asdict(self)))
-
-    @classmethod
-    def load(cls, checkpoint: Path) -> PromptWindow:
-        path = checkpoint / WINDOW_FILE
-        return cls(**json.loads(path.read_text())) if path.is_file() else cls()
-
-    def prompt_ids(self, tokenizer: Any, messages_text: str) -> list[int]:
-        ids = tokenizer.encode(messages_text + ASSISTANT_PREFIX, add_special_tokens=False)
-        return ids[-self.max_prompt_tokens :]
-
-    def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
-        return tokenizer.encode(completion + END, add_special_tokens=False)
+def sample_key(messages_text: str, output: str) -> str:
+    """Names one model turn (its rendered context and its output text) in a ``sampled`` record."""
+    return hashlib.sha256(f"{messages_text}\x00{output}".encode()).hexdigest()
 
 
 class PlannerPolicy:
@@ -55,7 +31,13 @@ class PlannerPolicy:
         window: PromptWindow | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
+        sampled: MutableMapping[str, list[int]] | None = None,
+        inference_threads: int = 1,
     ) -> None:
+        """``sampled``, when given, records each turn's generated token ids (``<|im_end|>`` included when it was
+        sampled) under ``sample_key``: RL trains on exactly these ids rather than a re-tokenization of the text.
+        ``inference_threads``: torch threads while decoding. One token of a small model is too little work to
+        share: on a busy 2-core machine two threads made decoding ~10x slower than one (measured)."""
         import torch
 
         self.name = self.model = name
@@ -63,6 +45,8 @@ class PlannerPolicy:
         self.tokenizer = tokenizer
         self.window = window or PromptWindow()
         self.temperature = temperature
+        self.inference_threads = inference_threads
+        self.sampled = sampled
         self._generator = None if seed is None else torch.Generator().manual_seed(seed)
 
     @classmethod
@@ -76,17 +60,26 @@ class PlannerPolicy:
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         import torch
 
-        ids = self.window.prompt_ids(self.tokenizer, render_messages(messages))
+        rendered = render_messages(messages)
+        ids = self.window.prompt_ids(self.tokenizer, rendered)
         prompt = torch.tensor([ids], device=self.network.device)
         end = self.tokenizer.convert_tokens_to_ids(END)
         self.network.eval()
-        with torch.no_grad():
-            new = self._decode(prompt, end)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(self.inference_threads)
+        try:
+            with torch.no_grad():
+                generated = self._decode(prompt, end)
+        finally:
+            torch.set_num_threads(threads)
+        new = generated[:-1] if generated and generated[-1] == end else generated
         text = self.tokenizer.decode(new, skip_special_tokens=True)
+        if self.sampled is not None:
+            self.sampled[sample_key(rendered, text)] = generated
         return PolicyOutput(text=text, input_tokens=len(ids), output_tokens=len(new))
 
     def _decode(self, prompt: Any, end: int) -> list[int]:
-        """Greedy or temperature sampling with a KV cache; stops at ``<|im_end|>``."""
+        """Greedy or temperature sampling with a KV cache; stops after ``<|im_end|>`` (kept) or the token budget."""
         import torch
 
         out: list[int] = []
@@ -101,8 +94,8 @@ class PlannerPolicy:
                 token = int(torch.multinomial(probs.cpu(), 1, generator=self._generator).item())
             else:
                 token = int(torch.argmax(logits).item())
+            out.append(token)
             if token == end:
                 break
-            out.append(token)
             inputs = torch.tensor([[token]], device=prompt.device)
         return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from learner.care.rewards import EpisodeCost
 from learner.dataset.episodes import EpisodeLog
 from learner.dataset.render import BlobReader, RenderMismatch, rerender_episode
 from learner.dataset.tokenize import tokenize_example
-from learner.model.policy import PromptWindow
+from learner.model.policy import PromptWindow, sample_key
 
 _log = logging.getLogger(__name__)
 _VERSION = re.compile(r"(\d+)$")
@@ -88,8 +88,14 @@ def token_samples(
     read: BlobReader,
     tokenizer: Any,
     window: PromptWindow,
+    sampled: Mapping[str, list[int]] | None = None,
 ) -> list[TokenSample]:
-    """Every model turn (valid or rejected) of each episode with an advantage; environment tokens carry no loss."""
+    """Every model turn (valid or rejected) of each episode with an advantage; environment tokens carry no loss.
+
+    A turn found in ``sampled`` (see ``PlannerPolicy``) is trained on the ids the policy sampled; others
+    (e.g. rollouts of a remote worker) on the tokenized output text.
+    """
+    sampled = sampled or {}
     samples: list[TokenSample] = []
     for episode_id, advantage in sorted(advantages.items()):
         try:
@@ -98,7 +104,9 @@ def token_samples(
             _log.warning("rl: skipping %s", exc)
             continue
         for step in steps:
-            row = tokenize_example(tokenizer, window, render_messages(step.messages), step.output)
+            text = render_messages(step.messages)
+            ids = sampled.get(sample_key(text, step.output))
+            row = tokenize_example(tokenizer, window, text, step.output, ids)
             samples.append(TokenSample(row["input_ids"], row["completion_mask"], advantage))
     return samples
 

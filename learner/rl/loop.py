@@ -49,6 +49,8 @@ class RlState:
     competence: dict[str, float] = field(default_factory=dict)
     reference: Any = None
     optimizer: Any = None
+    sampled: dict[str, list[int]] = field(default_factory=dict)
+    """Token ids the in-process rollouts sampled, per turn (``sample_key``); cleared after each update."""
 
     @property
     def policy_version(self) -> str:
@@ -111,7 +113,8 @@ def local_executor(
 
     def policy_for(version: str, seed: int) -> PlannerPolicy:
         return PlannerPolicy(
-            state.model, state.tokenizer, name=version, window=state.window, temperature=settings.temperature, seed=seed
+            state.model, state.tokenizer, name=version, window=state.window, temperature=settings.temperature, seed=seed,
+            sampled=state.sampled,
         )
 
     spec = rollout_worker_spec({t.task_id: t for t in tasks}, policy_for, config, skills)
@@ -169,7 +172,8 @@ def rl_step(
     scored = [Scored(r.episode_id, r.group_id, r.capability, rewards[r.episode_id].total) for r in rollouts]
     advantages = calibrate(scored, state.competence, settings.advantages)
     read = ports.blobs.get
-    samples = token_samples(log, advantages, config, skills, read, state.tokenizer, state.window)
+    samples = token_samples(log, advantages, config, skills, read, state.tokenizer, state.window, state.sampled)
+    state.sampled.clear()
     scoring_s = perf_counter() - started
 
     started = perf_counter()

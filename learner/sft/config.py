@@ -26,5 +26,8 @@ class SftSettings(BaseModel):
     gradient_checkpointing: bool = False
     """Off for tiny models: recomputation costs more than it saves."""
     packing: bool = False
+    fused_lm_head: bool = False
+    """trl's chunked LM head and its entropy/accuracy metrics: for large vocabularies (a Qwen checkpoint on a GPU).
+    Off, the model's own loss over full logits is used, which is faster for the tiny CPU model."""
     logging_steps: Annotated[int, Field(ge=1)] = 10
     dataloader_workers: Annotated[int, Field(ge=0)] = 0

@@ -52,3 +52,24 @@ def test_cli_commands_have_help() -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 0, result.output
     assert "@candidate" in runner.invoke(app, ["sft", "--help"]).output
+
+
+def test_sampled_turns_record_the_exact_ids_that_rl_then_trains_on() -> None:
+    from learner.dataset.tokenize import tokenize_example
+    from learner.model.policy import sample_key
+
+    tokenizer = train_tokenizer(CORPUS, vocab_size=400)
+    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, layers=1))
+    sampled: dict[str, list[int]] = {}
+    window = PromptWindow(max_prompt_tokens=32, max_new_tokens=12)
+    policy = PlannerPolicy(model, tokenizer, name="planner/1", window=window, temperature=1.5, seed=3, sampled=sampled)
+    messages = [ChatMessage(role="user", content="Set an alarm for 17:35.")]
+    outputs = [policy.generate(messages) for _ in range(4)]
+    rendered = render_messages(messages)
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    for out in outputs:
+        ids = sampled[sample_key(rendered, out.text)]
+        assert tokenizer.decode([t for t in ids if t != end], skip_special_tokens=True) == out.text
+        assert len(ids) - (ids[-1] == end) == out.output_tokens <= 12
+        row = tokenize_example(tokenizer, window, rendered, out.text, ids)
+        assert [t for t, m in zip(row["input_ids"], row["completion_mask"]) if m] == ids

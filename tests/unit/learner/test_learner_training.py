@@ -26,6 +26,7 @@ from learner.dataset.coldstart import seed_cold_start
 from learner.eval import evaluate_dev
 from learner.jobs import current_dataset, skills
 from learner.model import PlannerPolicy, PromptWindow, build_tiny_model, train_tokenizer
+from learner.model.window import turn_corpus
 from learner.rl import RlSettings, RlState, rl_step
 from learner.rl.batch import judged_rollouts
 from learner.dataset.episodes import read_log
@@ -34,7 +35,7 @@ from learner.tasks import template_tasks
 
 pytestmark = pytest.mark.unit
 TEMPLATES = {"tu.set_alarm", "tu.reminder_due"}
-WINDOW = PromptWindow(max_prompt_tokens=128, max_new_tokens=64)
+WINDOW = PromptWindow(max_prompt_tokens=128, max_new_tokens=64, goal_tokens=48)
 SFT = SftSettings(max_steps=300, batch_size=16, learning_rate=3e-3, logging_steps=100)
 
 
@@ -73,7 +74,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     config = LearnerConfig()
     seed_cold_start(ports, tasks("train", range(2, 26)), config.harness, skills(), run_id="run-learner-test")
     data = current_dataset(ports, config)
-    tokenizer = train_tokenizer((e.prompt + e.completion for e in data.examples), config.vocab_size)
+    tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
     model = build_tiny_model(tokenizer, config.tiny)
     dev = tasks("train", range(40, 41))[::2]
     before = dev_success(model, tokenizer, ports, config, dev)

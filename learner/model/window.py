@@ -1,0 +1,87 @@
+"""The token window a planner sees: the task turn plus the newest turns, or just the newest tokens."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ASSISTANT_PREFIX = "<|im_start|>assistant\n"
+END = "<|im_end|>"
+WINDOW_FILE = "prompt_window.json"
+_TURN = re.compile(r"(?=<\|im_start\|>)")
+_USER = "<|im_start|>user\n"
+
+
+def split_turns(text: str) -> list[str]:
+    """ChatML text cut before every ``<|im_start|>``; ``"".join`` of the result is ``text``."""
+    return [turn for turn in _TURN.split(text) if turn]
+
+
+def turn_corpus(texts: Iterable[str]) -> Iterator[str]:
+    """Each distinct turn once: a tokenizer corpus that counts the 4k-token system text once, not per example."""
+    seen: set[str] = set()
+    for text in texts:
+        for turn in split_turns(text):
+            if turn not in seen:
+                seen.add(turn)
+                yield turn
+
+
+@dataclass(frozen=True)
+class PromptWindow:
+    """What a tiny model is shown of a prompt; training examples and rollouts use the same window.
+
+    ``goal_tokens`` > 0: system turns are dropped (a tiny model cannot use a 4k-token tool list), the
+    first user turn (the task and its slot values) keeps its first ``goal_tokens`` tokens, and the rest
+    of ``max_prompt_tokens`` holds the newest turns, left-truncated. ``goal_tokens`` = 0: the newest
+    ``max_prompt_tokens`` tokens only (which loses the task after the first step).
+    """
+
+    max_prompt_tokens: int = 128
+    max_new_tokens: int = 64
+    goal_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.goal_tokens < self.max_prompt_tokens:
+            raise ValueError(f"goal_tokens must be in [0, max_prompt_tokens), got {self.goal_tokens}")
+
+    def save(self, checkpoint: Path) -> None:
+        """Stored beside the weights, so any loader serves the model with the window it was trained with."""
+        (checkpoint / WINDOW_FILE).write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def load(cls, checkpoint: Path) -> PromptWindow:
+        path = checkpoint / WINDOW_FILE
+        return cls(**json.loads(path.read_text())) if path.is_file() else cls()
+
+    def prompt_ids(self, tokenizer: Any, messages_text: str) -> list[int]:
+        if self.goal_tokens == 0:
+            ids = _encode(tokenizer, messages_text + ASSISTANT_PREFIX)
+            return ids[-self.max_prompt_tokens :]
+        turns = split_turns(messages_text)
+        first = next((i for i, turn in enumerate(turns) if turn.startswith(_USER)), None)
+        if first is None:
+            return _newest(tokenizer, [*turns, ASSISTANT_PREFIX], self.max_prompt_tokens)
+        goal = _encode(tokenizer, turns[first])[: self.goal_tokens]
+        return goal + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_PREFIX], self.max_prompt_tokens - len(goal))
+
+    def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
+        return _encode(tokenizer, completion + END)
+
+
+def _encode(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def _newest(tokenizer: Any, turns: list[str], budget: int) -> list[int]:
+    """The last ``budget`` tokens of ``turns``, encoding only as many turns (newest first) as it takes."""
+    ids: list[int] = []
+    for turn in reversed(turns):
+        if len(ids) >= budget:
+            break
+        ids = _encode(tokenizer, turn) + ids
+    return ids[-budget:] if budget > 0 else []
