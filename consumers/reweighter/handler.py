@@ -65,7 +65,8 @@ def plan(
             w = 1.0 + 4.0 * c.variance
         if repair[task.task_id]:
             w *= cfg.repair_boost
-        weights[task.task_id] = round(w, 6)
+        if round(w, 6) != 1.0:
+            weights[task.task_id] = round(w, 6)  # sparse: absent = 1.0, so the plan stays small with many tasks
     categories = sorted({t.category for t in train})
     cat_rate = {
         cat: [comp[t.task_id].success_rate for t in train if t.category == cat and t.task_id in comp] for cat in categories

@@ -32,7 +32,7 @@ class Reweighter:
     @cached_property
     def indexes(self) -> dict[str, LogIndex]:
         assert self.ports is not None
-        return {t: LogIndex(self.ports.bus, t, _by_run) for t in (TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_DIAGNOSES, TOPIC_MODELS)}
+        return {t: LogIndex(self.ports.bus, t, _by_run) for t in (TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS)}
 
     def _before(self, topic: str, kind: type, started: RoundStarted) -> list:
         index = self.indexes[topic]
@@ -45,8 +45,10 @@ class Reweighter:
         tasks = self._before(TOPIC_TASKS, TaskSpecified, event)
         devs = [d for d in self._before(TOPIC_MODELS, DevSetEvaluated, event) if d.split == "dev"]
         dev = max(devs, key=lambda d: (d.occurred_at, d.event_id)) if devs else None
-        verdicts = self._before(TOPIC_VERDICTS, EpisodeVerified, event)
-        diagnoses = self._before(TOPIC_DIAGNOSES, FailureDiagnosed, event)
+        # Competence is the model's: rounds rolled out by a scripted policy (the cold start) do not count.
+        scripted = {r.round for r in self._before(TOPIC_ROUNDS, RoundStarted, event) if r.policy_version.startswith("scripted:")}
+        verdicts = [v for v in self._before(TOPIC_VERDICTS, EpisodeVerified, event) if v.round not in scripted]
+        diagnoses = [d for d in self._before(TOPIC_DIAGNOSES, FailureDiagnosed, event) if d.round not in scripted]
         return plan(event, tasks, verdicts, diagnoses, dev, PRODUCER, self.config)
 
 

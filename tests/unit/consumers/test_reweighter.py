@@ -29,14 +29,14 @@ def test_mastered_tasks_are_down_weighted_except_the_preservation_set():
     kept = next(t for t in tasks if preserved(t.task_id, 5))
     dropped = next(t for t in tasks if not preserved(t.task_id, 5))
     [p] = _plan(_history(kept, [True] * 4) + _history(dropped, [True] * 4))
-    assert p.task_weights[dropped.task_id] == 0.2 and p.task_weights[kept.task_id] == 1.0
+    assert p.task_weights[dropped.task_id] == 0.2 and kept.task_id not in p.task_weights  # sparse: absent = 1.0
     assert p.plan_id == "run-test/round-3" and p.causation_id == STARTED.event_id
 
 
 def test_unstable_tasks_are_up_weighted_by_their_variance():
     task, steady = _train()[0], _train()[1]
     [p] = _plan(_history(task, [True, False, True, False]) + _history(steady, [False] * 4))
-    assert p.task_weights[task.task_id] == 2.0 and p.task_weights[steady.task_id] == 1.0
+    assert p.task_weights[task.task_id] == 2.0 and steady.task_id not in p.task_weights
 
 
 def test_diagnosed_failures_form_repair_sets_and_tag_weights():
@@ -74,3 +74,21 @@ def test_a_large_pool_or_a_good_score_requests_nothing():
 def test_the_plan_does_not_depend_on_input_order():
     hist = _history(_train()[0], [True, False, True]) + _history(_train()[5], [False, True])
     assert _plan(hist)[0].task_weights == _plan(list(reversed(hist)))[0].task_weights
+
+
+def test_the_cold_start_rounds_of_a_scripted_policy_do_not_count_as_competence(tmp_path):
+    from consumers.reweighter.spec import Reweighter
+    from infra.bootstrap import Ports, open_blob_store, open_bus
+    from infra.events import ensure_topics, publish_all
+
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
+    ensure_topics(bus)
+    ports = Ports(bus, open_blob_store(f"file:///{tmp_path}/blobs"), registry=None)  # type: ignore[arg-type]
+
+    task = next(t for t in suite() if t.split == "train")
+    cold = RoundStarted(**IDS, policy_version="scripted:reference", harness_version="h", planned_rollouts=4)
+    later = RoundStarted(**IDS | {"round": 1}, policy_version="planner/1", harness_version="h", planned_rollouts=4)
+    solved = [verdict(task, episode_id=f"ep-{i}") for i in range(4)]  # round 0: the reference solved it every time
+    publish_all(ports.bus, [*suite(), cold, *solved, later])
+    [plan, *_] = Reweighter().handle(later, ports)
+    assert task.task_id not in plan.task_weights  # not "mastered": the model never tried it
