@@ -23,6 +23,13 @@ CONSUMER_NAMES = (
 )
 
 
+def loop_learner() -> LearnerConfig:
+    """The learner of the main job: training spread over the rounds — a short cold start in round 0 (300 SFT
+    steps), then SFT continued from the best model in every later round (600 steps, ``continued_sft``)."""
+    base = LearnerConfig()
+    return base.model_copy(update={"sft": base.sft.model_copy(update={"max_steps": 300})})
+
+
 class LoopConfig(BaseModel):
     """Defaults are sized for the embedded default on 2 CPU cores: 3 rounds in well under 15 minutes."""
 
@@ -39,7 +46,7 @@ class LoopConfig(BaseModel):
     auto_approve: tuple[str, ...] = ("add_instruction", "set_budgets", "set_memory_policy")
     """Harness change kinds published without a human review (the rest wait for ``flywheel review``)."""
     revise_harness: bool = True
-    learner: LearnerConfig = Field(default_factory=LearnerConfig)
+    learner: LearnerConfig = Field(default_factory=loop_learner)
     stall_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     """Fail the run when the log has not grown for this long (a consumer is down or an input is missing)."""
     out_dir: Path = Path("runs")
