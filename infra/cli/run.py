@@ -27,7 +27,7 @@ def run(
     dev_per_category: Annotated[int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")] = None,
     auto_approve: Annotated[str | None, typer.Option(help="Harness change kinds published without review, comma-separated ('' = all wait for `flywheel review`).")] = None,
     no_revise: Annotated[bool, typer.Option("--no-revise", help="Run without the harness reviser.")] = False,
-    spawn_consumers: Annotated[bool, typer.Option("--spawn-consumers", help="Run every consumer as its own `flywheel consume` process.")] = False,
+    spawn_consumers: Annotated[bool, typer.Option("--spawn-consumers", help="Run every consumer as its own `flywheel consume` process (always on a kafka:// bus).")] = False,
     config: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="A JSON file of LoopConfig fields (flags override it).")] = None,
     out: Annotated[Path | None, typer.Option(help="Where reports go: <out>/<run_id>/ (default runs/).")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run (default run-<time>-<random>); its topics are namespaced by it.")] = None,

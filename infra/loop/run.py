@@ -49,6 +49,11 @@ def run_namespace(bus_url: str, run_id: str) -> str:
 def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool = False,
              console: Console | None = None, show_progress: bool = True) -> LoopResult:
     console = console or Console()
+    if settings.bus.startswith("kafka://") and not spawn:
+        # Stepping ten Kafka group members in one thread stalls: while one handler trains for minutes the
+        # others miss their polls and rebalances. On Kafka every consumer runs as its own process.
+        console.print("[yellow]kafka:// bus: running every consumer as its own process (--spawn-consumers)[/]")
+        spawn = True
     settings = settings.model_copy(update={"bus": run_namespace(settings.bus, run_id)})
     out_dir = config.out_dir / run_id
     state_dir = out_dir / "state"
