@@ -6,7 +6,6 @@ its own dedupe store, so the in-process loop exercises the same handlers, retrie
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,11 +18,13 @@ ROLLOUT_BURST = 16  # requests a worker may run per sweep before the consumers d
 
 
 def reviser_env(config: LoopConfig) -> dict[str, str]:
-    """The harness reviser reads its allow-list from the environment (in this process and in spawned ones)."""
+    """The allow-list as the environment of a spawned ``flywheel consume harness_reviser`` process."""
     return {"FLYWHEEL_REVISER_AUTO_APPROVE": ",".join(config.auto_approve)}
 
 
 def consumer_specs(config: LoopConfig, training_progress: Progress | None = None) -> list[ConsumerSpec]:
+    from consumers.harness_reviser.config import ReviserConfig
+    from consumers.harness_reviser.spec import build as harness_reviser
     from consumers.registry import build
     from consumers.round_controller.handler import RoundConfig
     from consumers.round_controller.spec import build as round_controller
@@ -36,9 +37,8 @@ def consumer_specs(config: LoopConfig, training_progress: Progress | None = None
         elif name == "trainer":
             specs.append(trainer(config.learner, training_progress))
         elif name == "harness_reviser":
-            if config.revise_harness:
-                os.environ.update(reviser_env(config))
-                specs.append(build(name))
+            if config.revise_harness:  # explicit config: the process environment stays as it was
+                specs.append(harness_reviser(ReviserConfig(auto_approve=config.auto_approve)))  # type: ignore[arg-type]
         else:
             specs.append(build(name))
     return specs

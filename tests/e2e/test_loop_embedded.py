@@ -29,3 +29,14 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
         check_run(ports, "e2e-embedded", tmp_path / "runs" / "e2e-embedded")
     finally:
         ports.close()
+
+
+def test_the_in_process_loop_leaves_the_environment_alone(tmp_path):
+    import os
+
+    from infra.loop.config import LoopConfig
+    from infra.loop.inprocess import consumer_specs
+
+    before = dict(os.environ)
+    specs = consumer_specs(LoopConfig(auto_approve=("set_budgets",)))
+    assert "harness_reviser" in [s.name for s in specs] and dict(os.environ) == before
