@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Annotated, Literal, Mapping
 
 from pydantic import Field, model_validator
@@ -88,6 +89,15 @@ class CategoryScore(Record):
 
     success_rate: Probability
     tasks: Count
+
+
+def category_scores(wins: Mapping[str, Sequence[bool]]) -> dict[Capability, CategoryScore]:
+    """Success rate and task count per capability of ``wins`` (outcome per task); a capability without tasks is 0/0."""
+    return {
+        category: CategoryScore(success_rate=sum(w) / len(w) if w else 0.0, tasks=len(w))
+        for category in OVERALL_WEIGHTS
+        for w in [wins.get(category, [])]
+    }
 
 
 class DevSetEvaluated(Event):

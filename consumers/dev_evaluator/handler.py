@@ -15,7 +15,7 @@ from typing import Literal
 
 from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import DevSetEvaluated, EpisodeEnded, EpisodeVerified, RolloutRequested, TaskSpecified
-from bus_schemas.events.training import OVERALL_WEIGHTS, CategoryScore, overall_score
+from bus_schemas.events.training import category_scores, overall_score
 
 VERSION = "0.1.0"
 PREFIX = "dev-eval:"
@@ -58,11 +58,7 @@ def summarise(
     wins: dict[str, list[bool]] = defaultdict(list)
     for request in requests:
         wins[tasks[request.task_id].category].append(verdicts[request.episode_id].outcome == "success")
-    per_category = {
-        category: CategoryScore(success_rate=sum(w) / len(w) if w else 0.0, tasks=len(w))
-        for category in OVERALL_WEIGHTS
-        for w in [wins.get(category, [])]
-    }
+    per_category = category_scores(wins)
     ends = [ended[r.episode_id] for r in requests if r.episode_id in ended]
     n = max(1, len(requests))
     costs = [e.cost_estimate_usd for e in ends]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from bus_schemas.envelope import Event
 from bus_schemas.events.tasks import Capability, Split, TaskSpecified
-from bus_schemas.events.training import OVERALL_WEIGHTS, CategoryScore, DevSetEvaluated, overall_score
+from bus_schemas.events.training import OVERALL_WEIGHTS, DevSetEvaluated, category_scores, overall_score
 from harness_service.config import HarnessConfig
 from harness_service.policy.base import Policy
 from harness_service.ports import BlobSink
@@ -90,11 +90,7 @@ def summarise(
     wins: dict[str, list[bool]] = defaultdict(list)
     for task, episode in zip(tasks, judged):
         wins[task.category].append(episode.verdict.outcome == "success")
-    per_category = {
-        category: CategoryScore(success_rate=sum(w) / len(w) if w else 0.0, tasks=len(w))
-        for category in OVERALL_WEIGHTS
-        for w in [wins.get(category, [])]
-    }
+    per_category = category_scores(wins)
     n = max(1, len(judged))
     costs = [e.outcome.cost_usd for e in judged]
     known = all(c is not None for c in costs) and bool(costs)
