@@ -11,7 +11,7 @@ from producers.backends.base import Evidence
 from producers.backends.sandbox.verify import VerificationResult
 from producers.backends.sandbox.verify import verify as verify_sandbox
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"  # 0.2.0: answers must commit to one value (verify.check_answer)
 Check = Callable[[TaskSpecified, Evidence, str], VerificationResult]
 
 CHECKS: dict[str, Check] = {"sandbox": verify_sandbox, "llm_sim": verify_sandbox}

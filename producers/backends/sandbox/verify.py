@@ -1,7 +1,9 @@
 """State-based verification: criteria over (initial state, final state, calls, final answer), never a reference plan.
 
 State predicates are registered by name (``state.exists`` ...) so a task names the check and its params;
-"nothing else changed" is a diff of the two states against the task's allowed path prefixes.
+"nothing else changed" is a diff of the two states against the task's allowed path prefixes. An answer
+must commit to one value (``check_answer``): listing numbers or options, hedging, contradicting itself or
+padding never passes, so a policy cannot farm reward by saying everything (tests/unit/sandbox/test_verify_adversarial.py).
 """
 
 from __future__ import annotations
@@ -103,22 +105,139 @@ def _equals(initial: Mapping[str, Any], final: Mapping[str, Any], p: Mapping[str
     return ok, f"{p['path']} = {have!r}"[:300]
 
 
+MAX_ANSWER_CHARS = 1_000
+"""A final answer is a reply to a user, not a dump: anything longer fails every answer criterion."""
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")  # not the 2 of "B2", not a date's "-03"
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_SLOT = re.compile(r"\b(?:final answer|answer)\s*(?:is|:|=)", re.IGNORECASE)
+_NEGATION = r"\b(?:not|no|never|isn t|isnt|wasn t|won t|don t|nor)\s+(?:\S+\s+){0,2}"
+_LIST_SEPARATORS = re.compile(r"[,;/|\n]|\s(?:or|and|vs|versus)\s")
+_HEDGE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably)\b")
+
+
 def _numbers(text: str) -> list[float]:
-    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text.replace(",", ""))]
+    return [float(x) for x in _NUMBER.findall(_THOUSANDS.sub("", text))]
 
 
-def check_answer(c: AnswerCriterion, answer: str) -> Check:
-    got = _norm(answer)
+def answer_slot(answer: str) -> str:
+    """The text after the last ``answer:`` / ``answer is`` marker, or the whole answer when it has none."""
+    marks = list(_SLOT.finditer(answer))
+    return answer[marks[-1].end():] if marks else answer
+
+
+def _echoes(goal: str) -> list[str]:
+    """Compound tokens of the goal with digits (dates, times: ``2026-03-04``, ``07:30``) that an answer may repeat."""
+    tokens = (t.strip(".,;:!?()'\"") for t in goal.split())
+    return sorted({t for t in tokens if re.search(r"\d[-:/]\d", t)}, key=len, reverse=True)
+
+
+def answer_value(answer: str, goal: str = "") -> float | None:
+    """The one number the answer gives (in its answer slot); None when it gives none or several.
+
+    Dates and times the goal names are echoes, not answers, and are cut out first; a value repeated verbatim
+    counts once ("21 °C, i.e. 21"). A bare number of the goal is not an echo: "6 or 7" commits to nothing.
+    """
+    slot = answer_slot(answer)
+    for echo in _echoes(goal):
+        slot = slot.replace(echo, " ")
+    values = set(_numbers(slot))
+    return values.pop() if len(values) == 1 else None
+
+
+def _negated(text: str, phrase: str) -> bool:
+    return re.search(_NEGATION + re.escape(phrase) + r"\b", text) is not None
+
+
+def _rivals(expected: list[str], world: Mapping[str, Any] | None) -> set[str]:
+    """Values of the world that stand where an expected answer stands (other cities, other names): the options.
+
+    Found by field: every field holding an expected value somewhere in ``world`` contributes its other values.
+    """
+    if not world:
+        return set()
+    wanted = {_norm(e) for e in expected}
+    fields: set[str] = set()
+    leaves: list[tuple[str, str]] = []
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str):
+            value = _norm(node)
+            leaves.append((key, value))
+            if value in wanted:
+                fields.add(key)
+
+    walk(world, "")
+    return {v for k, v in leaves if k in fields and v and v not in wanted}
+
+
+def _goal_options(goal: str) -> set[str]:
+    """Options the goal itself offers: quoted phrases ('transit') and parenthesised alternatives (yes or no)."""
+    quoted = re.findall(r"(?<!\w)['\"]([^'\"]{1,60})['\"](?!\w)", goal)
+    alternatives = [a for group in re.findall(r"\(([^()]{1,80})\)", goal) if " or " in group for a in group.split(" or ")]
+    return {o for o in (_norm(x) for x in [*quoted, *alternatives]) if o}
+
+
+def _enumerates(answer: str, wanted: set[str]) -> bool:
+    """The answer is a list of options with an expected one among them ("Lisbon, Porto or Faro")."""
+    items = [i for i in (_norm(x) for x in _LIST_SEPARATORS.split(f" {answer.lower()} ")) if i]
+    return len(items) > 1 and any(i in wanted for i in items)
+
+
+def _contains(c: AnswerCriterion, answer: str, goal: str, world: Mapping[str, Any] | None) -> Check:
+    """An expected phrase occurs, is not negated, is not one item of a list, and no rival option is named."""
+    got = f" {_norm(answer)} "
+    wanted = {_norm(e) for e in c.expected}
+    hits = [w for w in wanted if w and f" {w} " in got]
+    if not hits:
+        return False, "no expected phrase in the answer"
+    if any(_negated(got, w) for w in hits):
+        return False, "the answer negates the expected phrase"
+    if _enumerates(answer, wanted):
+        return False, "the answer lists options instead of choosing one"
+    if _HEDGE.search(got):
+        return False, "the answer hedges (or, maybe, ...) instead of committing"
+    rest = got
+    for w in hits:
+        rest = rest.replace(f" {w} ", " ")
+    rivals = (_rivals(c.expected, world) | _goal_options(goal)) - wanted
+    named = sorted(r for r in rivals if f" {r} " in rest)
+    if named:
+        return False, f"the answer also names {named[:3]}"
+    return True, "expected phrase found, no rival named"
+
+
+def check_answer(c: AnswerCriterion, answer: str, goal: str = "", world: Mapping[str, Any] | None = None) -> Check:
+    """Judge the final answer; ``goal`` (numbers it names are echoes) and ``world`` (rival options) harden it.
+
+    One answer must commit to one value: a numeric answer is the single number of its answer slot (or its
+    only number once dates and times of the goal are set aside), ``contains`` fails on a list of options, a negation or a rival
+    named beside the expected phrase, and an over-long answer fails every match.
+    """
+    if len(answer) > MAX_ANSWER_CHARS:
+        return False, f"answer has {len(answer)} characters; the limit is {MAX_ANSWER_CHARS}"
     if c.match == "exact":
-        ok = answer.strip() in c.expected
+        ok, why = answer.strip() in c.expected, "exact"
     elif c.match == "normalized":
-        ok = got in {_norm(e) for e in c.expected}
+        ok, why = _norm(answer) in {_norm(e) for e in c.expected}, "normalized"
     elif c.match == "contains":
-        ok = any(_norm(e) in got for e in c.expected)
+        ok, why = _contains(c, answer, goal, world)
     else:
-        tol = c.tolerance or 0.0
-        ok = any(abs(n - float(e)) <= tol for n in _numbers(answer) for e in c.expected)
-    return ok, f"answer {answer[:80]!r} vs {c.expected[:3]}"
+        value, tol = answer_value(answer, goal), c.tolerance or 0.0
+        ok = value is not None and any(abs(value - float(e)) <= tol for e in c.expected)
+        ok = ok and not _negated(_norm(answer), _norm(_format(value)))
+        why = "no single number" if value is None else f"value {_format(value)}"
+    return ok, f"answer {answer[:80]!r} vs {c.expected[:3]}: {why}"
+
+
+def _format(value: float | None) -> str:
+    return "" if value is None else (str(int(value)) if value == int(value) else str(value))
 
 
 def check_collateral(c: NoCollateralCriterion, initial: Mapping[str, Any], final: Mapping[str, Any]) -> Check:
@@ -137,7 +256,7 @@ def verify(task: TaskSpecified, evidence: Evidence, final_answer: str = "") -> V
             fn = PREDICATES.get(c.predicate)
             passed, detail = fn(initial, final, c.params) if fn else (False, f"unknown predicate {c.predicate}")
         elif isinstance(c, AnswerCriterion):
-            passed, detail = check_answer(c, final_answer)
+            passed, detail = check_answer(c, final_answer, task.goal, initial)
         else:
             passed, detail = check_collateral(c, initial, final)
         results.append(CriterionResult(c.id, passed, detail))
