@@ -49,10 +49,18 @@ adb:
 		|| echo "adb not installed: the adb-server tests will be skipped"; }
 
 # The stack is stopped whatever pytest does; pytest's exit code 5 (no tests collected) fails the target.
+# pytest cannot hang the target: past TEST_TIMEOUT_S it gets SIGABRT, which makes faulthandler print every
+# thread's stack (PYTHONFAULTHANDLER keeps it on after pytest's own session ends), then SIGKILL 60 s later.
+# The ini's session_timeout stops scheduling tests well before that, so a slow run still reports its results.
+TEST_TIMEOUT_S ?= 4800
 test: install adb
 	@status=0; \
 	$(BIN)/flywheel stack up || status=$$?; \
-	if [ $$status -eq 0 ]; then $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; fi; \
+	if [ $$status -eq 0 ]; then \
+		PYTHONFAULTHANDLER=1 timeout --signal=ABRT --kill-after=60 $(TEST_TIMEOUT_S) $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; \
+		if [ $$status -eq 124 ] || [ $$status -eq 134 ] || [ $$status -eq 137 ]; then \
+			echo "pytest did not exit within $(TEST_TIMEOUT_S) s: killed (thread stacks above)"; fi; \
+	fi; \
 	$(BIN)/flywheel stack down || true; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: that is a failure"; fi; \
 	exit $$status

@@ -25,7 +25,13 @@ def _config_file() -> Path:
 
 
 class StackSettings(BaseSettings):
-    """Where the local stack (``flywheel stack up``) keeps its files and which loopback ports it binds."""
+    """Where the local stack (``flywheel stack up``) keeps its files and which loopback ports it binds.
+
+    Ports stay below Linux's ephemeral range (``net.ipv4.ip_local_port_range``, 32768-60999 by default): a
+    listening port inside it can be taken by any outgoing connection's source port, even by a client
+    reconnecting to that very port while the server is down (a TCP self-connect), and the server then cannot
+    come back. The S3 store also binds ``s3_port``+1..+8 and ``s3_port``+10008 (see ``infra.stack.s3_store``).
+    """
 
     model_config = SettingsConfigDict(env_prefix="FLYWHEEL_STACK_", extra="forbid")
 

@@ -41,3 +41,47 @@ def unique() -> str:
 @pytest.fixture
 def embedded_dir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+def _closable_adapters() -> list[type]:
+    from infra.blobs.s3 import S3BlobStore
+    from infra.bus.embedded import EmbeddedBus, EmbeddedConsumer
+    from infra.bus.kafka import KafkaBus, KafkaGroupConsumer
+
+    return [KafkaBus, KafkaGroupConsumer, EmbeddedBus, EmbeddedConsumer, S3BlobStore]
+
+
+@pytest.fixture(autouse=True)
+def close_what_the_test_opened(monkeypatch) -> Iterator[None]:
+    """Every bus, consumer and S3 client a test opens is closed when it ends, pass or fail.
+
+    A Kafka client left open by a failed test kept reconnecting to a stopped broker for the rest of the session
+    (hundreds of MB of log, a process that never exited). Adapters built by module- or session-scoped fixtures
+    exist before this fixture starts recording, so they stay open for the tests that share them. The MLflow
+    registry adapter holds no connection or thread of its own, so there is nothing of it to close.
+    """
+    opened: list[object] = []
+    for cls in _closable_adapters():
+        original = cls.__init__
+
+        def recording_init(self, *args, __original=original, **kwargs) -> None:  # noqa: ANN001
+            __original(self, *args, **kwargs)
+            opened.append(self)
+
+        monkeypatch.setattr(cls, "__init__", recording_init)
+    yield
+    for adapter in reversed(opened):  # consumers before the bus they belong to
+        try:
+            adapter.close()
+        except Exception as exc:  # noqa: BLE001 - a broken adapter must not hide the others' closing
+            print(f"closing a {type(adapter).__name__} the test left open failed: {exc!r}")
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Name any non-daemon thread still alive: it would keep the interpreter from exiting after the last test."""
+    import threading
+
+    alive = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if alive:
+        print("\nnon-daemon threads still alive at the end of the session (they delay exit): "
+              + ", ".join(t.name for t in alive))

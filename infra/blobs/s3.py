@@ -37,6 +37,7 @@ class S3BlobStore(ContentAddressedStore):
             timeout=urllib3.Timeout(connect=connect_timeout_s, read=max(30.0, connect_timeout_s)),
             retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=(500, 502, 503, 504)),
         )
+        self._http = http
         self._client = Minio(
             endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region, http_client=http
         )
@@ -53,6 +54,10 @@ class S3BlobStore(ContentAddressedStore):
     @staticmethod
     def _key(sha: str) -> str:
         return f"sha256/{sha[:2]}/{sha}"
+
+    def close(self) -> None:
+        """Close the pooled connections (idempotent)."""
+        self._http.clear()
 
     def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
         if self.exists(sha):

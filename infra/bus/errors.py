@@ -15,3 +15,7 @@ class UnknownTopic(BusError):
 
 class BusWriteError(BusError):
     """A publish could not be made durable (disk full, permission denied, broker refused)."""
+
+
+class BusClosed(BusUnavailable):
+    """A call on a client that was already closed."""

@@ -8,6 +8,7 @@ long-running services subscribe through FastStream on the same aiokafka stack.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -20,6 +21,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaConfigurationError, KafkaError, TopicAlreadyExistsError
 
 from infra.bus.aio_loop import LoopThread
+from infra.bus.client_logs import throttle_client_logs
 from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
 from infra.bus.records import (
     OutgoingRecord,
@@ -31,10 +33,14 @@ from infra.bus.records import (
     next_offsets,
 )
 
+throttle_client_logs()
+
 _PAGE = 5000
 TRANSACTION_TIMEOUT_MS = 10_000
 # aiokafka validates records with assertions (unknown partition, oversized value) before sending.
 _SEND_ERRORS = (AioKafkaError, AssertionError, ValueError)
+# What stopping a client can raise when its broker is already gone.
+_CLOSE_ERRORS = (TimeoutError, concurrent.futures.CancelledError, asyncio.CancelledError, *_SEND_ERRORS)
 
 
 class KafkaBus:
@@ -232,8 +238,13 @@ class KafkaBus:
         ]
 
     def close(self) -> None:
+        """Stop the clients within bounds (a dead broker cannot make this hang); closing twice is a no-op."""
+        if self._loop.stopped:
+            return
         try:
             self._loop.run(self._producer.stop(), 10)
+        except _CLOSE_ERRORS:
+            pass  # the broker is gone: nothing left to flush to; the loop below is stopped regardless
         finally:
             self._admin.close()
             self._loop.stop()
@@ -249,6 +260,7 @@ class KafkaGroupConsumer:
         self._tx_producer: AIOKafkaProducer | None = None
         self._polled: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
+        self._closed = False
         self._consumer = self._loop.run(self._start(bus, topics))
 
     async def _start(self, bus: KafkaBus, topics: list[str]) -> AIOKafkaConsumer:
@@ -359,9 +371,16 @@ class KafkaGroupConsumer:
         return self._loop.run(current())
 
     def close(self) -> None:
-        if self._tx_producer is not None:
-            self._loop.run(self._tx_producer.stop(), 30)
-        self._loop.run(self._consumer.stop(), 30)
+        """Leave the group and stop the transactional producer; a no-op when closed already (or the bus is)."""
+        if self._closed or self._loop.stopped:
+            return
+        self._closed = True
+        try:
+            if self._tx_producer is not None:
+                self._loop.run(self._tx_producer.stop(), 30)
+            self._loop.run(self._consumer.stop(), 30)
+        except _CLOSE_ERRORS:
+            pass  # the broker is gone: there is no group left to leave
 
 
 def _to_record(msg) -> Record:  # noqa: ANN001 - aiokafka's ConsumerRecord

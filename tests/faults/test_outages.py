@@ -7,9 +7,10 @@ import threading
 import time
 
 import pytest
+from stack_support import ports_free
 
 from infra.bootstrap import open_blob_store, open_bus, open_registry
-from infra.bus.errors import BusWriteError
+from infra.bus.errors import BusError, BusWriteError
 from infra.bus.records import OutgoingRecord, TopicLayout
 from infra.config import Settings
 
@@ -24,36 +25,41 @@ def _client_settings(stack) -> Settings:
 def test_kafka_broker_restart_loses_nothing(private_stack):
     stack = private_stack(["kafka"])
     url = f"kafka://{stack.settings.host}:{stack.settings.kafka_port}?session_timeout_s=6"
-    bus = open_bus(url, _client_settings(stack))
+    bus = open_bus(url, _client_settings(stack))  # closed by the suite's finalizer whatever happens
     bus.create_topics([TopicLayout("events", 3)])
     acknowledged: set[str] = set()
     retried = 0
-    stop = threading.Event()
+    finished, give_up = threading.Event(), threading.Event()
 
     def produce() -> None:
         nonlocal retried
         for batch in range(60):
             ids = [f"{batch}-{i}" for i in range(50)]
             records = [OutgoingRecord("events", i.encode(), key=i.encode()) for i in ids]
-            while True:
+            while not give_up.is_set():
                 try:
                     bus.publish_many(records)
                     break
                 except BusWriteError:  # the producer gave up on this batch during the outage: send it again
                     retried += 1
                     time.sleep(0.5)
+            else:
+                return
             acknowledged.update(ids)
             time.sleep(0.05)
-        stop.set()
+        finished.set()
 
-    producer = threading.Thread(target=produce)
+    producer = threading.Thread(target=produce, name="restart-test-producer", daemon=True)
     producer.start()
-    time.sleep(1.0)
-    stack.down(["kafka"])
-    time.sleep(2.0)
-    stack.up(["kafka"])
-    producer.join(timeout=300)
-    assert stop.is_set(), "the producer never finished after the broker came back"
+    try:
+        time.sleep(1.0)
+        stack.down(["kafka"])
+        time.sleep(2.0)
+        stack.up(["kafka"])
+        producer.join(timeout=300)
+        assert finished.is_set(), "the producer never finished after the broker came back"
+    finally:
+        give_up.set()  # a failed test must not leave a thread publishing for the rest of the session
 
     consumer = bus.consumer("after-restart", ["events"])
     seen: list[str] = []
@@ -69,6 +75,73 @@ def test_kafka_broker_restart_loses_nothing(private_stack):
           f"unique={len(set(seen))} lost={len(lost)} duplicates={len(seen) - len(set(seen))} batch_retries={retried}")
     assert len(acknowledged) == 3000
     assert not lost
+
+
+class _CountingHandler(logging.Handler):
+    """Counts the Kafka clients' reconnect complaints that get past their loggers' filters."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.reconnect_lines = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Unable connect" in record.getMessage() or "Unable to update metadata" in record.getMessage():
+            self.reconnect_lines += 1
+
+
+def test_a_broker_comes_back_on_its_port_after_clients_reconnected_for_30s(private_stack):
+    """A client that keeps reconnecting to a stopped broker must not take the broker's port (a TCP self-connect
+    from an ephemeral source port), must not flood the log, and must resume once the broker is back."""
+    stack = private_stack(["kafka"])
+    s = stack.settings
+    bus = open_bus(f"kafka://{s.host}:{s.kafka_port}?session_timeout_s=6", _client_settings(stack))
+    bus.create_topics([TopicLayout("reconnect", 1)])
+    bus.publish(OutgoingRecord("reconnect", b"before", key=b"k"))
+    consumer = bus.consumer("reconnecting", ["reconnect"])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while not got and time.monotonic() < deadline:
+        got += [r.value for r in consumer.poll(timeout_s=1.0)]
+    assert got == [b"before"]
+
+    counter = _CountingHandler()
+    logging.getLogger().addHandler(counter)
+    stop = threading.Event()
+    attempts = 0
+
+    def keep_publishing() -> None:
+        nonlocal attempts
+        while not stop.is_set():
+            attempts += 1
+            try:
+                bus.publish(OutgoingRecord("reconnect", b"during", key=b"k"))
+            except BusError:
+                time.sleep(0.2)
+
+    publisher = threading.Thread(target=keep_publishing, name="reconnecting-publisher", daemon=True)
+    try:
+        stack.down(["kafka"])
+        publisher.start()
+        reconnect_until = time.monotonic() + 30
+        while time.monotonic() < reconnect_until:
+            consumer.poll(timeout_s=1.0)  # the group member keeps reconnecting too
+        assert ports_free([s.kafka_port, s.kafka_controller_port]), "a client took the broker's port while it was down"
+        stack.up(["kafka"])  # raises if the port is held by anyone
+    finally:
+        stop.set()
+        publisher.join(timeout=60)
+        logging.getLogger().removeHandler(counter)
+
+    bus.publish(OutgoingRecord("reconnect", b"after", key=b"k"))
+    deadline = time.monotonic() + 90
+    while b"after" not in got and time.monotonic() < deadline:
+        got += [r.value for r in consumer.poll(timeout_s=1.0)]
+    consumer.close()
+    bus.close()
+    print(f"\nreconnect: publish attempts while down={attempts}, reconnect log lines let through={counter.reconnect_lines}")
+    assert b"after" in got, "the client did not resume after the broker came back"
+    # Without the throttle the clients log one line per attempt (every 100 ms per connection): hundreds in 30 s.
+    assert counter.reconnect_lines <= 12
 
 
 def test_s3_outage_blocks_writers_until_the_store_is_back(private_stack, tmp_path, caplog):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import socket
 
 import pytest
+from stack_support import free_port
 
 from infra.blobs.errors import BlobStoreUnavailable
 from infra.bootstrap import UnsupportedURL, open_blob_store, open_bus, open_registry
@@ -13,13 +13,6 @@ from infra.config import Settings
 from infra.registry.port import RegistryUnavailable
 
 pytestmark = pytest.mark.unit
-
-
-def _closed_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 FAST = Settings(connect_timeout_s=2.0)
@@ -41,21 +34,21 @@ def test_unknown_scheme_is_rejected_with_the_supported_list(opener, url, support
 
 @pytest.mark.timeout(30)
 def test_unreachable_broker_names_its_url():
-    url = f"kafka://127.0.0.1:{_closed_port()}"
+    url = f"kafka://127.0.0.1:{free_port()}"
     with pytest.raises(BusUnavailable, match=url):
         open_bus(url, FAST)
 
 
 @pytest.mark.timeout(30)
 def test_unreachable_s3_names_its_url():
-    endpoint = f"127.0.0.1:{_closed_port()}"
+    endpoint = f"127.0.0.1:{free_port()}"
     with pytest.raises(BlobStoreUnavailable, match=endpoint):
         open_blob_store(f"s3://bucket?endpoint={endpoint}", FAST)
 
 
 @pytest.mark.timeout(30)
 def test_unreachable_mlflow_names_its_url():
-    url = f"http://127.0.0.1:{_closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(RegistryUnavailable, match=url):
         open_registry(url, FAST)
 

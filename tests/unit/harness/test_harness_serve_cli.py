@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from stack_support import free_port
 
 from bus_schemas.actions import Finish, ToolCall
 from infra.bootstrap import open_bus
@@ -21,12 +21,6 @@ from infra.events import from_record
 pytestmark = pytest.mark.unit
 
 TOKEN = "cli-token"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import threading
 
+from stack_support import free_port
+
 OKAY, FAIL = b"OKAY", b"FAIL"
 
 
@@ -22,7 +24,7 @@ class RecordingAdbServer:
         self.devices = devices
         self.shell_output = shell_output
         self.requests: list[str] = []
-        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock = socket.create_server(("127.0.0.1", free_port()))  # below the ephemeral range
         self.port = self._sock.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()

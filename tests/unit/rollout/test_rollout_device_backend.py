@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 
 import pytest
+from stack_support import free_port
 
 from bus_schemas.actions import ToolCall
 from bus_schemas.blob_ref import BlobRef
@@ -109,15 +109,9 @@ def test_an_unknown_serial_is_a_clear_no_device_error(adb: RecordingAdbServer) -
         connect_device("pixel-9", port=adb.port)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(shutil.which("adb") is None, reason="the Debian package adb is not installed")
 def test_a_real_adb_server_without_devices_gives_no_device() -> None:
-    port = _free_port()
+    port = free_port()
     subprocess.run(["adb", "-P", str(port), "start-server"], check=True, capture_output=True, timeout=60)
     try:
         with pytest.raises(NoDevice, match=r"no device: any device is not attached .* \(attached: none\)"):
@@ -128,7 +122,7 @@ def test_a_real_adb_server_without_devices_gives_no_device() -> None:
 
 def test_no_adb_server_at_all_is_a_clear_no_device_error() -> None:
     with pytest.raises(NoDevice, match="not reachable"):
-        connect_device(SERIAL, port=_free_port())
+        connect_device(SERIAL, port=free_port())
 
 
 @pytest.mark.device
