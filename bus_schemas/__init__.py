@@ -26,6 +26,7 @@ from bus_schemas.codec import (
     DEFAULT_MAX_INLINE_BYTES,
     EVENT_TYPES,
     decode,
+    check_envelope,
     decode_as,
     encode,
     get_max_inline_bytes,
@@ -33,6 +34,7 @@ from bus_schemas.codec import (
 )
 from bus_schemas.envelope import Event, Producer, correlate, new_event_id
 from bus_schemas.errors import (
+    EnvelopeMismatch,
     MalformedEvent,
     PayloadTooLarge,
     SchemaError,
@@ -69,6 +71,7 @@ __all__ = [
     "Clarify",
     "DEFAULT_MAX_INLINE_BYTES",
     "EVENT_TYPES",
+    "EnvelopeMismatch",
     "ErrorCode",
     "Event",
     "Finish",
@@ -102,6 +105,7 @@ __all__ = [
     "UnexpectedEventType",
     "UnknownEventType",
     "UnsupportedSchemaVersion",
+    "check_envelope",
     "correlate",
     "decode",
     "decode_as",

@@ -45,6 +45,10 @@ class UnexpectedEventType(SchemaError):
         self.actual = actual
 
 
+class EnvelopeMismatch(SchemaError):
+    """A valid event in an inconsistent record: its header names another type, or it is on another type's topic."""
+
+
 class PayloadTooLarge(SchemaError):
     """An encoded event exceeds the inline limit; large payloads belong in the blob store."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from bus_schemas.codec import decode, encode
+from bus_schemas.codec import check_envelope, decode, encode
 from bus_schemas.envelope import Event
 from bus_schemas.errors import SchemaError
 from bus_schemas.topics import TOPICS, route
@@ -44,9 +44,20 @@ def publish_all(bus: Bus, events: Sequence[Event]) -> list[Published]:
     return bus.publish_many([to_record(e) for e in events])
 
 
+def header(record: Record | OutgoingRecord, name: str) -> str | None:
+    """A header's value as text (undecodable bytes replaced), or None when the record does not carry it."""
+    for key, value in record.headers or ():
+        if key == name:
+            return bytes(value).decode("utf-8", "replace")
+    return None
+
+
 def from_record(record: Record) -> Event:
-    """The current-version event in a record; raises a ``SchemaError`` subclass for bad records."""
-    return decode(record.value)
+    """The current-version event in a record; raises a ``SchemaError`` subclass for bad records, including a
+    valid event whose record disagrees with it (``event_type`` header, topic): see ``check_envelope``."""
+    event = decode(record.value)
+    check_envelope(event, declared_type=header(record, "event_type"), topic=record.topic)
+    return event
 
 
 def decodable(records: Iterable[Record]) -> Iterator[Event]:

@@ -2,7 +2,9 @@
 report every difference from what they recorded, plus every BlobRef that no longer resolves to its bytes.
 
 Outputs are compared as multisets of events per input event, ignoring only what is fresh by design
-(``event_id``, ``occurred_at``). Inputs are replayed per topic in partition/offset order.
+(``event_id``, ``occurred_at``). Inputs are replayed per topic in partition/offset order, and admitted
+exactly as the live runner admits them (``ConsumerSpec.wants`` on the header, then ``from_record``): a
+record the live consumer skipped or dead-lettered is never an input here either.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from datetime import datetime
 import orjson
 
 from bus_schemas.envelope import Event
+from bus_schemas.errors import SchemaError
+from bus_schemas.events import DeadLettered
+from bus_schemas.topics import TOPIC_DEAD_LETTERS
 from infra.audit.blobs import blob_refs, check_blob
 from infra.bootstrap import Ports
-from infra.events import decodable
+from infra.bus.records import Record
+from infra.events import decodable, from_record, header
 from infra.runtime import ConsumerSpec
 
 log = logging.getLogger("flywheel.audit")
@@ -51,6 +57,8 @@ class Difference:
 @dataclass
 class ReplayReport:
     inputs: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)  # records the codec refuses: dead letters live too
+    dead_lettered: dict[str, int] = field(default_factory=dict)  # handler failures that were dead-lettered live
     outputs_compared: dict[str, int] = field(default_factory=dict)
     differences: list[Difference] = field(default_factory=list)
     events_scanned: int = 0
@@ -62,8 +70,23 @@ class ReplayReport:
         return not self.differences and not self.bad_blobs
 
 
+def _records(ports: Ports, topic: str, scope: Scope) -> Iterator[Record]:
+    if topic not in ports.bus.topics():  # an empty log has no topics yet: nothing to replay
+        return iter(())
+    return ports.bus.replay(topic, from_offset=scope.from_offset, since=scope.since)
+
+
 def _events(ports: Ports, topic: str, scope: Scope) -> Iterator[Event]:
-    return decodable(ports.bus.replay(topic, from_offset=scope.from_offset, since=scope.since))
+    return decodable(_records(ports, topic, scope))
+
+
+def _recorded_dead_letters(ports: Ports) -> set[tuple[str, str, int, int]]:
+    """(consumer group, topic, partition, offset) of every record a consumer dead-lettered live."""
+    return {
+        (e.consumer_group, e.original_topic, e.original_partition, e.original_offset)
+        for e in _events(ports, TOPIC_DEAD_LETTERS, Scope())
+        if isinstance(e, DeadLettered)
+    }
 
 
 def _fingerprint(event: Event) -> bytes:
@@ -86,12 +109,20 @@ def verify_consumers(
 ) -> None:
     topics = list(ports.bus.topics())
     recorded = _recorded_outputs(ports, topics)
+    dead = _recorded_dead_letters(ports)
     for name, build in builders.items():
         spec = build()
         seen: set[str] = set()
-        inputs = compared = 0
+        inputs = compared = rejected = lettered = 0
         for topic in spec.topics:
-            for event in _events(ports, topic, scope):
+            for record in _records(ports, topic, scope):
+                if not spec.wants(header(record, "event_type")):
+                    continue  # skipped unread live, by its header
+                try:
+                    event = from_record(record)
+                except SchemaError:
+                    rejected += 1  # dead-lettered live by the codec, whatever its body claims
+                    continue
                 if event.event_id in seen or not spec.accepts(event) or not scope.admits(event):
                     continue
                 seen.add(event.event_id)
@@ -99,14 +130,20 @@ def verify_consumers(
                 expected = recorded.get((spec.name, event.event_id), [])
                 try:
                     produced = list(spec.handle(event, ports))
-                except Exception as exc:  # noqa: BLE001 - a live failure was dead-lettered; say what replay hit
-                    report.differences.append(Difference(name, event.event_id, "error", repr(exc)))
+                except Exception as exc:  # noqa: BLE001 - compared with what happened live below
+                    if (spec.group, record.topic, record.partition, record.offset) in dead:
+                        lettered += 1  # failed live too (and was dead-lettered): reproduced
+                    else:
+                        report.differences.append(Difference(name, event.event_id, "error", repr(exc)))
                     continue
                 compared += len(expected)
                 _compare(name, event.event_id, expected, produced, report)
         report.inputs[name] = inputs
+        report.rejected[name] = rejected
+        report.dead_lettered[name] = lettered
         report.outputs_compared[name] = compared
-        log.info("replayed %s: %d inputs, %d recorded outputs compared", name, inputs, compared)
+        log.info("replayed %s: %d inputs, %d recorded outputs compared, %d rejected, %d dead-lettered",
+                 name, inputs, compared, rejected, lettered)
 
 
 def _compare(name: str, input_id: str, expected: list[Event], produced: list[Event], report: ReplayReport) -> None:

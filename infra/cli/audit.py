@@ -55,11 +55,13 @@ def replay(
     finally:
         ports.close()
     table = Table(title="replay")
-    for col in ("consumer", "inputs replayed", "recorded outputs compared", "differences"):
+    for col in ("consumer", "inputs replayed", "recorded outputs compared", "rejected records", "dead-lettered",
+                "differences"):
         table.add_column(col)
     for name in names:
         diffs = sum(1 for d in report.differences if d.consumer == name)
-        table.add_row(name, str(report.inputs.get(name, 0)), str(report.outputs_compared.get(name, 0)), str(diffs))
+        table.add_row(name, str(report.inputs.get(name, 0)), str(report.outputs_compared.get(name, 0)),
+                      str(report.rejected.get(name, 0)), str(report.dead_lettered.get(name, 0)), str(diffs))
     console.print(table)
     console.print(f"events scanned: {report.events_scanned}; blobs checked: {report.blobs_checked}; "
                   f"bad blobs: {len(report.bad_blobs)}")

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bus_schemas.envelope import Event, Producer
-from bus_schemas.errors import SchemaError
 from infra.bus.records import OutgoingRecord, Record
-from infra.events import from_record, to_record
+from infra.events import from_record, header, to_record
 from infra.runtime.dead_letter import dead_letter
 from infra.runtime.dedupe import ProcessedStore
 from infra.runtime.spec import ConsumerSpec
@@ -72,7 +71,7 @@ class BatchHandler:
                 continue
             try:
                 decoded.append((record, from_record(record), None))
-            except SchemaError as exc:
+            except Exception as exc:  # noqa: BLE001 - SchemaError by contract; anything else is dead-lettered too
                 decoded.append((record, None, exc))
         already = self.processed.seen(e.event_id for _, e, _ in decoded if e is not None)
         seen_now: set[str] = set()
@@ -100,12 +99,7 @@ class BatchHandler:
 
     def _wanted(self, record: Record) -> bool:
         """Skip records of other event types by their header, without decoding them."""
-        if not self.spec.event_types:
-            return True
-        for name, value in record.headers:
-            if name == "event_type":
-                return value.decode("utf-8", "replace") in self.spec.event_types
-        return True  # no header: decode it (and dead-letter it if it is not an event)
+        return self.spec.wants(header(record, "event_type"))
 
     def _handle(self, record: Record, event: Event) -> list[OutgoingRecord]:
         for attempt in range(1, self.max_attempts + 1):

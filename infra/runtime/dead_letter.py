@@ -10,6 +10,11 @@ from infra.blobs.port import BlobStore
 from infra.bus.records import Record
 
 
+def _text(value: str) -> str:
+    """``value`` with lone surrogates (which no UTF-8 writer accepts) replaced, so the dead letter encodes."""
+    return value.encode("utf-8", "replace").decode("utf-8")
+
+
 def dead_letter(
     record: Record,
     *,
@@ -29,21 +34,21 @@ def dead_letter(
             event_type = head.get("event_type") if isinstance(head.get("event_type"), str) else None
             event_id = head.get("event_id") if isinstance(head.get("event_id"), str) else None
             run_id = head.get("run_id") if isinstance(head.get("run_id"), str) and head.get("run_id") else run_id
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError:  # also raised for nesting deeper than orjson reads
         pass
     return DeadLettered(
         producer=producer,
-        run_id=run_id[:128],
+        run_id=_text(run_id)[:128],
         causation_id=None,
         original_topic=record.topic,
         original_partition=record.partition,
         original_offset=record.offset,
         original_key=(record.key or b"").decode("utf-8", "replace")[:1024],
-        original_event_type=(event_type or None) and event_type[:128],
-        original_event_id=(event_id or None) and event_id[:128],
+        original_event_type=(event_type or None) and _text(event_type)[:128],
+        original_event_id=(event_id or None) and _text(event_id)[:128],
         consumer_group=group,
         error_type=type(error).__name__,
-        error=str(error)[:4000] or type(error).__name__,
+        error=_text(str(error))[:4000] or type(error).__name__,
         attempts=attempts,
         payload=payload,
     )

@@ -28,3 +28,10 @@ class ConsumerSpec:
 
     def accepts(self, event: Event) -> bool:
         return not self.event_types or event.event_type in self.event_types
+
+    def wants(self, declared_type: str | None) -> bool:
+        """Whether to decode a record whose ``event_type`` header says ``declared_type`` (None: no header).
+
+        Records of other types are skipped unread; a record with no header is decoded (and dead-lettered if it
+        is not an event). Live runners and replay both decide with this, so they see the same inputs."""
+        return not self.event_types or declared_type is None or declared_type in self.event_types
