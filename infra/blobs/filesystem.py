@@ -11,7 +11,7 @@ from typing import BinaryIO
 import orjson
 
 from bus_schemas.blob_ref import BlobRef
-from infra.blobs.errors import BlobNotFound, BlobStoreUnavailable
+from infra.blobs.errors import BlobNotFound, BlobStoreError, BlobStoreUnavailable
 from infra.blobs.port import CHUNK, ContentAddressedStore, address_of, check_bytes, copy_stream, verified_chunks
 
 
@@ -33,9 +33,18 @@ class FileBlobStore(ContentAddressedStore):
         return self.root / sha[:2] / sha[2:4] / f"{sha}.meta"
 
     def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+        try:
+            return self._write(sha, size, body, media_type)
+        except OSError as exc:  # read-only or full disk, permissions: say which store and what to do
+            raise BlobStoreError(
+                f"cannot write blob {sha} to the blob directory {self.url}: {exc.strerror or exc}; "
+                "check that the directory is writable and has space"
+            ) from exc
+
+    def _write(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
         ref = BlobRef(sha256=sha, size=size, media_type=media_type)
         path = self._path(sha)
-        if path.exists() and path.stat().st_size == size:
+        if path.exists() and path.stat().st_size == size and self._meta(sha).exists() and self.intact(sha):
             return self.stat(sha)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._atomic_write(self._meta(sha), orjson.dumps({"size": size, "media_type": media_type}))

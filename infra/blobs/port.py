@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import BinaryIO, Protocol, runtime_checkable
 
 from bus_schemas.blob_ref import SHA256_HEX, BlobRef
-from infra.blobs.errors import BlobCorrupted, InvalidBlobAddress
+from infra.blobs.errors import BlobCorrupted, BlobNotFound, InvalidBlobAddress
 
 CHUNK = 1024 * 1024
 # Bodies up to this size are hashed in memory; larger streams are spooled to a temporary file first.
@@ -55,6 +55,19 @@ class ContentAddressedStore:
 
     def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
         raise NotImplementedError
+
+    def open(self, address: str | BlobRef) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def intact(self, sha: str) -> bool:
+        """Whether a blob is stored with bytes that still hash to ``sha``. A put of the same bytes skips the
+        write only then: a corrupted object is overwritten (self-healing put), never reported as stored."""
+        try:
+            for _ in self.open(sha):
+                pass
+        except (BlobCorrupted, BlobNotFound):
+            return False
+        return True
 
 
 def address_of(address: str | BlobRef) -> str:

@@ -60,8 +60,12 @@ class S3BlobStore(ContentAddressedStore):
         self._http.clear()
 
     def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
-        if self.exists(sha):
-            return self.stat(sha)
+        try:
+            stored: BlobRef | None = self.stat(sha)
+        except BlobNotFound:
+            stored = None
+        if stored is not None and stored.size == size and self.intact(sha):
+            return stored  # already there with the right bytes; anything else is overwritten
         try:
             self._client.put_object(
                 self.bucket, self._key(sha), body, size, content_type=media_type,

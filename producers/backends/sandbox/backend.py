@@ -69,9 +69,11 @@ class SandboxBackend:
         if tool is None or self._task is None or call.name not in self._task.tools:
             return _error("unknown_tool", f"no tool named {call.name!r} in this task; see the tool list")
         try:
-            args = tool.args_model.model_validate(call.args)
+            args = tool.args_model.from_call(call.args)
         except ValidationError as exc:
             return _error("invalid_argument", _validation_message(exc))
+        except ValueError as exc:
+            return _error("invalid_argument", str(exc))
         log = self._world.log
         mark = len(log)
         try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from typing_extensions import TypedDict
 
@@ -19,10 +20,38 @@ from producers.backends.sandbox.errors import ToolFailure
 from producers.backends.sandbox.world import World
 
 
+MAX_TEXT_CHARS = 10_000
+"""No tool argument string is longer (the longest any tool declares, a note or email body); the limit holds
+for every argument, whether or not its field declares one, so a direct caller cannot store megabytes."""
+MAX_ITEMS = 100
+"""No list argument holds more items."""
+
+
+def _check_sizes(args: Mapping[str, Any]) -> None:
+    for name, value in args.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and len(item) > MAX_TEXT_CHARS:
+                raise ValueError(f"{name}: at most {MAX_TEXT_CHARS} characters, got {len(item)}")
+        if isinstance(value, list) and len(value) > MAX_ITEMS:
+            raise ValueError(f"{name}: at most {MAX_ITEMS} items, got {len(value)}")
+
+
 class Args(BaseModel):
-    """Base of every tool's argument model: unknown arguments are an error, not silently dropped."""
+    """Base of every tool's argument model: unknown arguments are an error, not silently dropped. The sandbox
+    validates a call with :meth:`from_call`: strict JSON types (no ``true`` or ``"5"`` for 5), bounded sizes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def from_call(cls, args: Mapping[str, Any]) -> Args:
+        """Validate a tool call's JSON arguments strictly: types as JSON Schema means them (what the harness's
+        schema check already enforces), so direct API callers get the same rules."""
+        _check_sizes(args)  # here, not in the schema: the tool specs the policy reads stay as they are
+        try:
+            raw = orjson.dumps(args)
+        except TypeError as exc:
+            raise ValueError(f"arguments are not JSON: {exc}") from None
+        return cls.model_validate_json(raw, strict=True)
 
 
 class NoArgs(Args):
