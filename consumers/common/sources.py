@@ -52,7 +52,7 @@ class Sources:
         events = self.episodes.lookup(ended.episode_id, lambda evs: ended_in(evs, ended.event_id))
         if not ended_in(events, ended.event_id):
             raise MissingInput(f"episode {ended.episode_id!r} has no EpisodeEnded {ended.event_id} on the log")
-        return rebuild_episode(events, ended)
+        return rebuild_episode(events, ended, self.subagent_events)
 
     def episode_by_id(self, episode_id: str) -> EpisodeRecord:
         """The episode ending with its last EpisodeEnded (for consumers that react to verdicts)."""
@@ -60,7 +60,16 @@ class Sources:
         ends = [e for e in events if isinstance(e, EpisodeEnded)]
         if not ends:
             raise MissingInput(f"episode {episode_id!r} has not ended on topic {TOPIC_EPISODES!r}")
-        return rebuild_episode(events, ends[0])
+        return rebuild_episode(events, ends[0], self.subagent_events)
+
+    def subagent_events(self, episode_id: str) -> list[Event]:
+        """A sub-agent episode's events ([] when it never ended on the log: its parent is still judged)."""
+        return self.episodes.lookup(episode_id, lambda evs: any(isinstance(e, EpisodeEnded) for e in evs))
+
+    def forget_episode(self, episode: EpisodeRecord) -> None:
+        """Drop an episode and its sub-agent episodes from the index once decided."""
+        for _, record in episode.walk():
+            self.episodes.forget(record.episode_id)
 
     def evidence(self, ended: EpisodeEnded) -> Evidence | None:
         """The backend's evidence (the harness stores it as the final_state blob); None when there is none."""

@@ -1,7 +1,8 @@
 """Optional model-assisted pass: when the rules are unsure, a configured model names the taxonomy label.
 
 Rules stay the default and decide alone when their first finding is confident. Otherwise the model is
-shown the goal, the steps and the failed criteria and asked for one label; a valid label becomes the
+shown the same rebuilt episode the rules saw (goal, every model output including rejected ones, the
+sub-agents' turns, the failed criteria) and asked for one label; a valid label becomes the
 attribution (the rules' labels stay as secondary), anything else leaves the rules' answer. Greedy
 decoding keeps the pass deterministic given the model version, which the explanation names.
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from bus_schemas.events import EpisodeVerified, FailureCategory, TaskSpecified
-from consumers.common.episode import EpisodeRecord
+from consumers.common.episode import EpisodeRecord, Rejection, Turn
 from consumers.diagnoser.rules import Finding
 
 Completer = Callable[[str], str]
@@ -29,15 +30,25 @@ ENV = "FLYWHEEL_DIAGNOSER_MODEL"
 
 
 def prompt(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified, found: list[Finding]) -> str:
+    """The rebuilt episode the rules saw, as text: every model output (rejected ones too) and the sub-agents' turns."""
     failed = [r.criterion_id for r in verdict.criteria if not r.passed]
-    lines = [f"Goal: {task.goal}", f"Tools: {', '.join(task.tools)}"]
-    for s in episode.steps:
-        seen = "no observation" if s.observation is None else (
-            f"error {s.observation.error.code}" if s.observation.error else str(s.observation.result)[:200])
-        lines.append(f"step {s.action.step}: {s.action.action.model_dump_json()[:300]} -> {seen}")
+    lines = [f"Goal: {task.goal}", f"Tools: {', '.join(task.tools)}", f"Ended: {episode.ended.reason}"]
+    for spawned_at, record in episode.walk():
+        indent = "" if spawned_at is None else "  "
+        if spawned_at is not None:
+            lines.append(f"{indent}sub-agent {record.episode_id[-8:]} (spawned at step {spawned_at}), ended {record.ended.reason}:")
+        lines += [indent + _turn(t) for t in record.turns]
     lines += [f"Failed criteria: {', '.join(failed) or 'none'}", f"Rule guesses: {', '.join(f.label for f in found)}",
               f"Answer with one label of: {', '.join(LABELS)}.", "Label:"]
     return "\n".join(lines)
+
+
+def _turn(turn: Turn) -> str:
+    if isinstance(turn, Rejection):
+        return f"step {turn.number}: unusable output -> error {turn.code}: {turn.rejected.error.message[:200]}"
+    obs = turn.observation
+    seen = "no observation" if obs is None else (f"error {obs.error.code}" if obs.error else str(obs.result)[:200])
+    return f"step {turn.number}: {turn.action.action.model_dump_json()[:300]} -> {seen}"
 
 
 def parse_label(text: str) -> str | None:

@@ -8,7 +8,7 @@ from consumers.common.episode import EpisodeRecord
 from consumers.diagnoser.assist import ModelAssist
 from consumers.diagnoser.rules import findings
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"  # 0.2.0: sees rejected outputs and sub-agents; invalid_output; evidence-based confidence
 
 
 def diagnose(

@@ -1,4 +1,4 @@
-"""Wiring: failed EpisodeVerified on ``verdicts`` -> rebuild episode and task from the log -> FailureDiagnosed."""
+"""Wiring: failed EpisodeVerified on ``verdicts`` -> rebuild episode (every step event, sub-agents) and task -> FailureDiagnosed."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class Diagnoser:
             sources.episodes.forget(event.episode_id)  # indexed by an earlier catch-up, never needed
             return []
         episode = sources.episode_by_id(event.episode_id)
-        sources.episodes.forget(event.episode_id)
+        sources.forget_episode(episode)
         return [diagnose(event, sources.task(event.task_id), episode, PRODUCER, self.assist)]
 
 
