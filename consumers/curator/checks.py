@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bus_schemas.events import ActionRejected, AnswerCriterion, EpisodeVerified, StateCriterion, TaskSpecified
+from bus_schemas.events import ActionRejected, AnswerCriterion, EpisodeVerified, NoCollateralCriterion, StateCriterion, TaskSpecified
 from consumers.common.episode import EpisodeRecord
 
 SAFETY_CODES = {"permission_denied", "needs_confirmation"}
@@ -47,16 +47,38 @@ def _claim_supported(task: TaskSpecified, episode: EpisodeRecord) -> bool:
     return True
 
 
-def review_reasons(episode: EpisodeRecord, verdict: EpisodeVerified) -> list[str]:
-    """Low confidence, conflicting signals, safety-sensitive actions, or a flagged simulated episode."""
+def recovery_demonstration(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified) -> list[str]:
+    """Why a success that passed through a permission or confirmation gate may train without a human; [] if it may not.
+
+    It may when it ends verified on an exact backend, finished, with no destructive action, and the task bounds
+    what may change (a no-collateral criterion) and that check passed: the policy met the gate, recovered, and
+    provably did nothing else. A task without a no-collateral criterion cannot show that, so a human decides.
+    """
+    gates = sorted({o.error.code for o in episode.observations if o.error and o.error.code in SAFETY_CODES})
+    bounds = {c.id for c in task.criteria if isinstance(c, NoCollateralCriterion)}
+    passed = {r.criterion_id for r in verdict.criteria if r.passed}
+    trust = episode.started.trust_level if episode.started else "exact"
+    safe = (gates and verdict.outcome == "success" and trust == "exact" and episode.ended.reason == "finished"
+            and not any("destructive" in o.flags for o in episode.observations) and bounds and bounds <= passed)
+    return [f"recovery demonstration: passed through {', '.join(gates)}, verified with no collateral changes ({', '.join(sorted(bounds))})"] if safe else []
+
+
+def review_reasons(episode: EpisodeRecord, verdict: EpisodeVerified, task: TaskSpecified | None = None) -> list[str]:
+    """Low confidence, conflicting signals, safety-sensitive actions, or a flagged simulated episode.
+
+    A permission-gated success is no doubt when it is a :func:`recovery_demonstration` of ``task``.
+    """
     reasons = []
     trust = episode.started.trust_level if episode.started else "exact"
     if trust == "device":
         reasons.append("low confidence: device verdicts are approximate")
     if verdict.outcome == "success" and episode.ended.reason != "finished":
         reasons.append(f"conflicting: verified success but the episode ended with {episode.ended.reason!r}")
-    if any(o.error and o.error.code in SAFETY_CODES or "destructive" in o.flags for o in episode.observations):
-        reasons.append("safety-sensitive: a destructive or permission-gated action")
+    if any("destructive" in o.flags for o in episode.observations):
+        reasons.append("safety-sensitive: a destructive action")
+    elif any(o.error and o.error.code in SAFETY_CODES for o in episode.observations):
+        if task is None or not recovery_demonstration(task, episode, verdict):
+            reasons.append("safety-sensitive: a permission-gated action, and the task cannot show it caused no collateral change")
     if trust == "simulated" and any(o.flags for o in episode.observations):
         reasons.append("simulated backend with flagged observations")
     return reasons

@@ -16,9 +16,9 @@ from bus_schemas.events import (
     TrajectoryRejected,
 )
 from consumers.common.episode import EpisodeRecord
-from consumers.curator.checks import malformed, review_reasons
+from consumers.curator.checks import malformed, recovery_demonstration, review_reasons
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"  # 0.2.0: recovery demonstrations are admitted without a human (checks.recovery_demonstration)
 SIMULATED_WEIGHT = 0.5  # exact sandbox feedback counts fully; an LLM simulator's less
 
 
@@ -58,13 +58,13 @@ def curate(
         return [TrajectoryRejected(**{**common, "reasons": bad})]
     if first_with_bundle is not None and first_with_bundle != episode.episode_id:
         return [TrajectoryRejected(**{**common, "reasons": [f"duplicate of {first_with_bundle} (same task and actions)"]})]
-    if doubts := review_reasons(episode, verdict):
+    if doubts := review_reasons(episode, verdict, task):
         return [
             TrajectoryQuarantined(**{**common, "reasons": doubts}),
             ReviewRequested(producer=producer, **correlate(verdict), reasons=doubts, evidence=[bundle, *verdict.evidence]),
         ]
     trusted = (episode.started.trust_level if episode.started else "exact") == "exact"
-    reasons = [f"verified success ({len(verdict.criteria)} criteria) by {verdict.verifier_version}"]
+    reasons = [f"verified success ({len(verdict.criteria)} criteria) by {verdict.verifier_version}", *recovery_demonstration(task, episode, verdict)]
     return [TrajectoryAdmitted(**{**common, "reasons": reasons}, trajectory=bundle, weight=1.0 if trusted else SIMULATED_WEIGHT)]
 
 
