@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +48,24 @@ class MemoryPolicy(_Config):
     near_duplicate_threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.85
 
 
+class CompactContext(_Config):
+    """A compact rendering of the system turn for small models (a harness profile, versioned like any other).
+
+    Instead of every tool with its JSON Schema (4-8k tokens), each step shows ``tool_top_k`` tools, one line
+    each (name, argument names, the harness's own note or the first ``tool_description_chars`` of its
+    description): the loaded skill's tools and the tools already called first, then the best matches of the
+    goal (BM25). The action kinds are one short line, loaded skills are clipped to ``skill_chars``.
+    """
+
+    tool_top_k: Annotated[int, Field(ge=0, le=64)] = 3
+    tool_description_chars: Annotated[int, Field(ge=0, le=400)] = 0
+    tool_notes: dict[str, str] = Field(default_factory=dict)
+    """Tool name -> the line shown instead of its (clipped) description: a tool-description edit of this harness."""
+    action_format: Literal["full", "short"] = "short"
+    skill_chars: Annotated[int, Field(ge=0, le=20_000)] = 160
+    offer_skills: bool = True
+
+
 class HarnessConfig(_Config):
     """One harness version. ``digest()`` names its content; the registry stores ``model_dump_json()``."""
 
@@ -57,10 +75,14 @@ class HarnessConfig(_Config):
     """The library digest this config was tuned with; ``None`` accepts any library."""
     memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
     budgets: HarnessBudgets = Field(default_factory=HarnessBudgets)
+    compact: CompactContext | None = None
+    """A compact system turn (small models); ``None``: every tool with its full schema."""
 
     def digest(self) -> str:
-        """``sha256:<hex>`` of the canonical JSON form."""
-        return "sha256:" + hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset, so versions made before
+        the field existed keep their digest)."""
+        body = self.model_dump_json(exclude={"compact"} if self.compact is None else None)
+        return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
     @classmethod
     def load(cls, path: Path) -> HarnessConfig:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness_service.config import HarnessConfig
+from harness_service.config import CompactContext, HarnessConfig
 from learner.model.factory import TinyModelConfig
 from learner.rl.config import RlSettings
 from learner.sft.config import SftSettings
@@ -15,9 +15,14 @@ from learner.sft.config import SftSettings
 TINY_INSTRUCTIONS = "You operate a user's phone apps through tools. One action per reply; finish when done."
 
 
+CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
+
+
 def tiny_harness() -> HarnessConfig:
-    """A compact harness version for the CPU model: short instructions (the tool list is kept as is)."""
-    return HarnessConfig(name="tiny-planner", instructions=TINY_INSTRUCTIONS)
+    """The compact harness profile of the CPU model: short instructions and a compact system turn (the tools
+    selected for each step as one line each, the loaded skill clipped, the action kinds in one line) that
+    fits the window's ``system_tokens`` (p50 ~160 tokens of the 512-token BPE, measured on all 32 templates)."""
+    return HarnessConfig(name="tiny-planner", instructions=TINY_INSTRUCTIONS, compact=CompactContext())
 
 
 class LearnerConfig(BaseModel):
@@ -31,10 +36,13 @@ class LearnerConfig(BaseModel):
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     vocab_size: Annotated[int, Field(ge=300)] = 512
     """Small, so names and values the model never saw still split into pieces it has produced."""
-    max_prompt_tokens: Annotated[int, Field(ge=32)] = 128
+    max_prompt_tokens: Annotated[int, Field(ge=32)] = 384
     max_new_tokens: Annotated[int, Field(ge=8)] = 64
-    goal_tokens: Annotated[int, Field(ge=0)] = 48
+    goal_tokens: Annotated[int, Field(ge=0)] = 80
     """The task turn's first tokens kept in every prompt (0: only the newest ``max_prompt_tokens``)."""
+    system_tokens: Annotated[int, Field(ge=0)] = 160
+    """The system turn's first tokens kept in every prompt (instructions, loaded skill, the step's tools...):
+    what the harness builds reaches the model. 0 drops the system turn (the window of earlier versions)."""
     value_swaps: Annotated[int, Field(ge=0)] = 2
     """Value-swapped copies of each training example (``learner.dataset.augment``): teaches copying values."""
     harness: HarnessConfig = Field(default_factory=tiny_harness)
@@ -45,10 +53,11 @@ class LearnerConfig(BaseModel):
     )
     """SFT continued from a registered version (``run_sft(base_version=...)``)."""
     rl: RlSettings = Field(default_factory=RlSettings)
-    train_categories: tuple[str, ...] = ("tool_use",)
-    max_difficulty: Annotated[int, Field(ge=1, le=3)] = 1
-    cold_start_seeds: Annotated[int, Field(ge=1)] = 32
-    """Task-suite seeds whose train split seeds the cold start (more seeds, more distinct examples)."""
+    train_categories: tuple[str, ...] = CATEGORIES
+    max_difficulty: Annotated[int, Field(ge=1, le=3)] = 3
+    cold_start_seeds: Annotated[int, Field(ge=1)] = 2
+    """Task-suite seeds whose train split forms the train pool (18 instances per template and seed); the cold
+    start demonstrates a part of it (``LoopConfig.first_round_rollouts``), the rest is new to the model."""
     dev_per_category: Annotated[int, Field(ge=1)] | None = 16
     work_dir: Path = Path(".flywheel/learner")
     require_approval: bool = False

@@ -63,7 +63,7 @@ def _label(harness: HarnessConfig) -> str:
 
 
 def window(config: LearnerConfig) -> PromptWindow:
-    return PromptWindow(config.max_prompt_tokens, config.max_new_tokens, config.goal_tokens)
+    return PromptWindow(config.max_prompt_tokens, config.max_new_tokens, config.goal_tokens, config.system_tokens)
 
 
 def train_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
@@ -78,6 +78,11 @@ def train_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
 
 def dev_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
     return pick_tasks(build_task_suite(run_id, seed=0), per_category=config.dev_per_category)
+
+
+def test_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
+    """The test split, sliced like dev: the final, unbiased figure (dev drives promotion)."""
+    return pick_tasks(build_task_suite(run_id, seed=0), split="test", per_category=config.dev_per_category)
 
 
 def seed_reference_episodes(ports: Ports, config: LearnerConfig, *, run_id: str, progress: Progress | None = None) -> int:
@@ -167,17 +172,19 @@ def run_sft(
         parent_version=base_version,
         params={
             **settings.model_dump(), "examples": len(data.examples), "value_swaps": config.value_swaps, "max_prompt_tokens": prompt_window.max_prompt_tokens,
-            "goal_tokens": prompt_window.goal_tokens,
+            "goal_tokens": prompt_window.goal_tokens, "system_tokens": prompt_window.system_tokens,
+            "examples_self": data.self_examples,
             **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
         },
-        metrics=result.metrics(),
+        metrics={**result.metrics(), "train_examples": float(len(data.examples)),
+                 "train_examples_self": float(data.self_examples)},
         steps=result.steps,
         wall_time_s=result.wall_time_s,
     )
     version, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round)
     if publish:
         publish_all(ports.bus, events)
-    return TrainOutcome(version.version, target, data.digest, result.metrics(), events)
+    return TrainOutcome(version.version, target, data.digest, lineage.metrics, events)
 
 
 def load_version(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, Path]:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from harness_service.context.feedback import clip
 from harness_service.context.history import HistoryTurn, summary_message
 from harness_service.context.messages import ChatMessage, render_message, render_messages
-from harness_service.context.sections import system_text, task_text
+from harness_service.config import CompactContext
+from harness_service.context.sections import compact_system_text, system_text, task_text
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
@@ -29,6 +30,8 @@ class ContextInputs:
     memories: Sequence[MemoryRecord] = ()
     first_observation: Observation | None = None
     history: Sequence[HistoryTurn] = ()
+    compact: CompactContext | None = None
+    """A compact system turn (``tools`` then holds the tools selected for this step, in order)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,11 @@ class ContextBuilder:
         fixed = [
             ChatMessage(
                 role="system",
-                content=system_text(inputs.instructions, inputs.tools, inputs.offered_skills, inputs.loaded_skills),
+                content=system_text(inputs.instructions, inputs.tools, inputs.offered_skills, inputs.loaded_skills)
+                if inputs.compact is None
+                else compact_system_text(
+                    inputs.instructions, inputs.tools, inputs.offered_skills, inputs.loaded_skills, inputs.compact
+                ),
             ),
             ChatMessage(
                 role="user",

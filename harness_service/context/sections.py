@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import orjson
 
 from harness_service.actions.format import ACTION_FORMAT_DOC
+from harness_service.config import CompactContext
 from harness_service.context.feedback import render_observation
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
@@ -65,3 +66,35 @@ def task_text(goal: str, memories: Sequence[MemoryRecord], first: Observation | 
     if first is not None and (first.result is not None or first.error is not None):
         parts.append("# Initial observation\n" + render_observation(first, turn_chars))
     return "\n\n".join(parts)
+
+
+SHORT_ACTION_FORMAT = "Actions: tool_call, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
+
+
+def tool_line(tool: ToolSpec, description_chars: int, note: str | None = None) -> str:
+    """One tool in one line: name, argument names (``?`` marks optional ones), the harness's note for it or the
+    first ``description_chars`` characters of its description."""
+    schema = tool.parameters if isinstance(tool.parameters, dict) else {}
+    required = set(schema.get("required", ()))
+    args = ",".join(name if name in required else f"{name}?" for name in schema.get("properties", {}))
+    text = note if note is not None else tool.description.strip().split("\n", 1)[0][:description_chars].rstrip()
+    return f"- {tool.name}({args})" + (f": {text}" if text else "")
+
+
+def compact_system_text(
+    instructions: str, tools: Sequence[ToolSpec], offered: Sequence[Skill], loaded: Sequence[Skill],
+    profile: CompactContext,
+) -> str:
+    """The system turn of a compact harness profile, most important first (a window may keep only its head):
+    instructions, the loaded skills (clipped), the tools selected for this step (in the order given), the
+    offered skills' names, the action format."""
+    parts = [instructions.strip()]
+    for skill in loaded:
+        parts.append(f"# Skill {skill.name}\n{skill.body.strip()[: profile.skill_chars]}")
+    if tools:
+        notes = profile.tool_notes
+        parts.append("# Tools\n" + "\n".join(tool_line(t, profile.tool_description_chars, notes.get(t.name)) for t in tools))
+    if offered and profile.offer_skills:
+        parts.append("# Skills: " + ", ".join(s.name for s in sorted(offered, key=lambda s: s.name)))
+    parts.append(SHORT_ACTION_FORMAT if profile.action_format == "short" else "# Action format\n" + ACTION_FORMAT_DOC)
+    return "\n".join(parts)

@@ -48,6 +48,7 @@ from harness_service.runner.executor import ActionExecutor, failure
 from harness_service.runner.recorder import EpisodeRecorder
 from harness_service.skills.library import SkillLibrary
 from harness_service.skills.skill import Skill
+from harness_service.tools.selection import select_tools, step_tools
 from producers.backends.base import Backend, Observation, ToolSpec
 
 RAW_OUTPUT_MEDIA_TYPE = "text/plain; charset=utf-8"
@@ -176,6 +177,7 @@ class _Episode:
         self.tools: list[ToolSpec] = []
         self.history: list[HistoryTurn] = []
         self.loaded: list[Skill] = []
+        self.called: list[str] = []  # tool names called so far (a compact context shows them)
         self.input_tokens = self.output_tokens = self.thinking_tokens = self.child_tokens = 0
         self.steps = self.tool_calls = self.invalid = 0
         self.answer: str | None = None
@@ -220,7 +222,10 @@ class _Episode:
             offered_skills=offered,
             memories=recalled,
             first_observation=first,
+            compact=self.h.config.compact,
         )
+        compact = self.h.config.compact
+        self.goal_tools = select_tools(self.goal, tools, compact.tool_top_k) if compact is not None else []
         budgets = self.h.config.budgets
         self.builder = ContextBuilder(budgets.context_tokens, budgets.turn_chars, self.h.counter)
         self.executor = ActionExecutor(self.backend, self.memory, self.h.skills, self.loaded, self._spawn)
@@ -239,6 +244,10 @@ class _Episode:
 
     def _step(self, step: int) -> EndReason | None:
         inputs = replace(self.inputs, history=tuple(self.history), loaded_skills=tuple(self.loaded))
+        compact = self.h.config.compact
+        if compact is not None:
+            shown = step_tools(self.tools, self.loaded, self.called, self.goal_tools, compact.tool_top_k)
+            inputs = replace(inputs, tools=tuple(shown))
         context = self.builder.build(inputs)
         ref = self.h.blobs.put(encode_context(context.messages), CONTEXT_MEDIA_TYPE)
         self.rec.emit(
@@ -303,6 +312,7 @@ class _Episode:
                 self._observe(step, failure("budget_exhausted", f"the task allows {limit} tool calls"))
                 return "budget_exhausted"
             self.tool_calls += 1
+            self.called.append(action.name)
         observation = self._observe(step, self.executor.execute(action))
         self._remember(step, text, observation, action_summary(action))
         return None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 
+from harness_service.skills.skill import Skill
 from producers.backends.base import ToolSpec
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -29,3 +31,18 @@ def select_tools(goal: str, tools: Sequence[ToolSpec], limit: int) -> list[str]:
         match = " OR ".join(f'"{w}"' for w in words)
         sql = "SELECT name FROM tool WHERE tool MATCH ? ORDER BY bm25(tool), name LIMIT ?"
         return [row[0] for row in db.execute(sql, (match, limit))]
+
+
+def step_tools(
+    tools: Sequence[ToolSpec], loaded: Sequence[Skill], called: Sequence[str], goal_matches: Sequence[str], limit: int
+) -> list[ToolSpec]:
+    """The tools one step of a compact context shows, at most ``limit``: the loaded skills' tools first, then the
+    tools already called (newest first), then ``goal_matches`` (``select_tools`` of the goal). Deterministic."""
+    by_name = {t.name: t for t in tools}
+    names: list[str] = []
+    for skill in loaded:
+        names += sorted(n for n in by_name if any(fnmatchcase(n, pattern) for pattern in skill.tools))
+    names += [n for n in reversed(called) if n in by_name]
+    names += goal_matches
+    chosen = list(dict.fromkeys(names))[:limit]
+    return [by_name[n] for n in chosen]

@@ -42,6 +42,13 @@ class DatasetBuild:
     skipped: dict[str, str] = field(default_factory=dict)
     offsets: dict[str, int] = field(default_factory=dict)
     harness_versions: list[str] = field(default_factory=list)
+    model_episodes: set[str] = field(default_factory=set)
+    """Selected episodes the model produced (not a scripted policy such as the reference solver)."""
+
+    @property
+    def self_examples(self) -> int:
+        """Examples from the model's own episodes: what the loop learns from its own experience."""
+        return sum(e.episode_id in self.model_episodes for e in self.examples)
 
     def manifest(self) -> bytes:
         """Canonical JSON of every example and the offsets read; its sha256 is the dataset digest."""
@@ -113,6 +120,8 @@ def build_dataset(
             _log.warning("dataset: skipping %s", exc)
             continue
         versions.add(record.started.harness_version)
+        if not record.started.policy_version.startswith("scripted:"):
+            build.model_episodes.add(episode_id)
         scaled = weight * _plan_weight(log, task.task_id)
         build.examples.extend(
             Example(s.episode_id, task.task_id, s.step, task.category, render_messages(s.messages), s.output, scaled)

@@ -14,6 +14,7 @@ END = "<|im_end|>"
 WINDOW_FILE = "prompt_window.json"
 _TURN = re.compile(r"(?=<\|im_start\|>)")
 _USER = "<|im_start|>user\n"
+_SYSTEM = "<|im_start|>system\n"
 
 
 def split_turns(text: str) -> list[str]:
@@ -35,19 +36,25 @@ def turn_corpus(texts: Iterable[str]) -> Iterator[str]:
 class PromptWindow:
     """What a tiny model is shown of a prompt; training examples and rollouts use the same window.
 
-    ``goal_tokens`` > 0: system turns are dropped (a tiny model cannot use a 4k-token tool list), the
-    first user turn (the task and its slot values) keeps its first ``goal_tokens`` tokens, and the rest
-    of ``max_prompt_tokens`` holds the newest turns, left-truncated. ``goal_tokens`` = 0: the newest
-    ``max_prompt_tokens`` tokens only (which loses the task after the first step).
+    ``goal_tokens`` > 0: the system turn keeps its first ``system_tokens`` tokens (0 drops it: the model
+    then never sees what the harness builds), the first user turn (the task, its slot values, memory hits)
+    keeps its first ``goal_tokens`` tokens, and the rest of ``max_prompt_tokens`` holds the newest turns
+    (feedback included), left-truncated. ``goal_tokens`` = 0: the newest ``max_prompt_tokens`` tokens only
+    (which loses the task after the first step). A compact harness profile (``HarnessConfig.compact``)
+    renders a system turn that fits ``system_tokens``.
     """
 
     max_prompt_tokens: int = 128
     max_new_tokens: int = 64
     goal_tokens: int = 0
+    system_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.goal_tokens < self.max_prompt_tokens:
             raise ValueError(f"goal_tokens must be in [0, max_prompt_tokens), got {self.goal_tokens}")
+        if self.system_tokens < 0 or (self.system_tokens and (not self.goal_tokens
+                                      or self.system_tokens + self.goal_tokens >= self.max_prompt_tokens)):
+            raise ValueError("system_tokens needs goal_tokens > 0 and system_tokens + goal_tokens < max_prompt_tokens")
 
     def save(self, checkpoint: Path) -> None:
         """Stored beside the weights, so any loader serves the model with the window it was trained with."""
@@ -66,8 +73,11 @@ class PromptWindow:
         first = next((i for i, turn in enumerate(turns) if turn.startswith(_USER)), None)
         if first is None:
             return _newest(tokenizer, [*turns, ASSISTANT_PREFIX], self.max_prompt_tokens)
-        goal = _encode(tokenizer, turns[first])[: self.goal_tokens]
-        return goal + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_PREFIX], self.max_prompt_tokens - len(goal))
+        head = _encode(tokenizer, turns[first])[: self.goal_tokens]
+        if self.system_tokens:
+            system = "".join(turn for turn in turns[:first] if turn.startswith(_SYSTEM))
+            head = (_encode(tokenizer, system)[: self.system_tokens] if system else []) + head
+        return head + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_PREFIX], self.max_prompt_tokens - len(head))
 
     def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
         return _encode(tokenizer, completion + END)

@@ -74,3 +74,16 @@ def test_window_round_trips_with_the_checkpoint_and_old_files_load(tmp_path: Pat
     assert PromptWindow.load(tmp_path).goal_tokens == 0
     with pytest.raises(ValueError, match="goal_tokens"):
         PromptWindow(max_prompt_tokens=64, goal_tokens=64)
+
+
+def test_system_tokens_keep_the_head_of_the_system_turn_before_the_goal(tokenizer) -> None:
+    window = PromptWindow(max_prompt_tokens=128, goal_tokens=32, system_tokens=24)
+    ids = window.prompt_ids(tokenizer, conversation(12))
+    system_ids = tokenizer.encode("<|im_start|>system\n" + SYSTEM + "<|im_end|>\n", add_special_tokens=False)
+    goal_ids = tokenizer.encode("<|im_start|>user\n" + GOAL + "<|im_end|>\n", add_special_tokens=False)
+    assert ids[:24] == system_ids[:24] and ids[24:56] == goal_ids[:32] and len(ids) == 128
+    assert tokenizer.decode(ids).endswith("<|im_start|>assistant\n")
+    with pytest.raises(ValueError, match="system_tokens"):
+        PromptWindow(max_prompt_tokens=64, goal_tokens=0, system_tokens=8)
+    with pytest.raises(ValueError, match="system_tokens"):
+        PromptWindow(max_prompt_tokens=64, goal_tokens=32, system_tokens=32)

@@ -1,0 +1,127 @@
+"""What the model sees is what the harness builds: the learner's window keeps the compact system turn, so a
+harness revision (an instruction, a skill, a tool description) changes the token ids the model is conditioned on."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import pytest
+
+from bus_schemas.blob_ref import BlobRef
+from bus_schemas.events.tasks import TaskSpecified
+from harness_service.config import HarnessConfig
+from harness_service.context.messages import ChatMessage, render_messages
+from harness_service.policy.base import PolicyOutput
+from harness_service.policy.scripted import ScriptedPolicy
+from harness_service.revisions import AddInstruction, AddSkill, apply
+from harness_service.runner.episode import Harness, RunIds
+from harness_service.skills.library import SkillLibrary
+from learner.config import LearnerConfig
+from learner.episodes import run_judged_episode
+from learner.jobs import skills, window
+from learner.model import train_tokenizer
+from learner.model.window import turn_corpus
+from learner.tasks import template_tasks
+from producers.backends.sandbox.backend import SandboxBackend
+from producers.tasks import reference_solver
+
+pytestmark = pytest.mark.unit
+
+
+class _Blobs:
+    def put(self, data: bytes, media_type: str) -> BlobRef:
+        return BlobRef(sha256=hashlib.sha256(data).hexdigest(), size=len(data), media_type=media_type)
+
+
+class _Recording:
+    """The reference solver as a policy that keeps the rendered prompt of every step (what a model would get)."""
+
+    def __init__(self, task: TaskSpecified) -> None:
+        self.inner = ScriptedPolicy(reference_solver(task), "reference")
+        self.name = self.model = self.inner.name
+        self.prompts: list[str] = []
+
+    def observe(self, observation) -> None:  # noqa: ANN001
+        self.inner.observe(observation)
+
+    def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
+        self.prompts.append(render_messages(messages))
+        return self.inner.generate(messages)
+
+
+def prompts(task: TaskSpecified, config: HarnessConfig, library: SkillLibrary | None = None) -> list[str]:
+    policy = _Recording(task)
+    harness = Harness(config=config, policy=policy, blobs=_Blobs(), events=lambda e: None, skills=library or skills())
+    judged = run_judged_episode(harness, task, SandboxBackend(), RunIds(run_id="t"))
+    assert judged.verdict.outcome == "success"
+    return policy.prompts
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, TaskSpecified]:
+    pool = template_tasks("t", [0], "train", lambda t: True)
+    skill_task = next(t for t in pool if t.category == "skills" and t.skills)
+    return {"tool_use": next(t for t in pool if t.category == "tool_use"), "skills": skill_task}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tasks: dict[str, TaskSpecified]):
+    config = LearnerConfig().harness
+    texts = [p for t in tasks.values() for p in prompts(t, config)]
+    return train_tokenizer(list(turn_corpus(texts)), vocab_size=512)
+
+
+def conditioned(tokenizer, task: TaskSpecified, config: HarnessConfig, library: SkillLibrary | None = None) -> list[list[int]]:  # noqa: ANN001
+    learner = LearnerConfig()
+    return [window(learner).prompt_ids(tokenizer, p) for p in prompts(task, config, library)]
+
+
+def test_the_default_window_shows_the_compact_system_turn_goal_and_newest_turns(tokenizer, tasks) -> None:
+    config = LearnerConfig().harness
+    assert config.compact is not None
+    ids = conditioned(tokenizer, tasks["tool_use"], config)
+    first = tokenizer.decode(ids[0])
+    assert first.startswith("<|im_start|>system\n" + config.instructions)
+    assert "# Tools\n- " in first and "<|im_start|>user\n# Task\n" in first
+    assert all(len(step) <= LearnerConfig().max_prompt_tokens for step in ids)
+
+
+def test_an_instruction_revision_changes_the_conditioning_ids(tokenizer, tasks) -> None:
+    base = LearnerConfig().harness
+    revised = apply(base, AddInstruction(text="Search before you update."))
+    assert revised.digest() != base.digest()
+    before, after = conditioned(tokenizer, tasks["tool_use"], base), conditioned(tokenizer, tasks["tool_use"], revised)
+    assert all(b != a for b, a in zip(before, after))  # every step sees the revision
+
+
+def test_a_skill_note_and_a_skill_body_edit_change_the_conditioning_ids(tokenizer, tasks) -> None:
+    base, task = LearnerConfig().harness, tasks["skills"]
+    noted = apply(base, AddSkill(name="contacts", tools=["contacts.search_contacts"], note="Search by full name."))
+    assert conditioned(tokenizer, task, noted)[0] != conditioned(tokenizer, task, base)[0]
+    library = skills()
+    name = task.skills[0]
+    edited = SkillLibrary([library.get(n).model_copy(update={"body": "Check the calendar first.\n" + library.get(n).body})
+                           if n == name else library.get(n) for n in library.names()], "sha256:edited")
+    before, after = conditioned(tokenizer, task, base), conditioned(tokenizer, task, base, edited)
+    loaded = [i for i, ids in enumerate(before) if f"# Skill {name}" in tokenizer.decode(ids)]
+    assert loaded, "the reference solver loads the task's skill"
+    assert all(before[i] != after[i] for i in loaded)
+
+
+def test_a_tool_description_edit_changes_the_conditioning_ids(tokenizer, tasks) -> None:
+    base, task = LearnerConfig().harness, tasks["tool_use"]
+    shown = tokenizer.decode(conditioned(tokenizer, task, base)[0])
+    tool = shown.split("# Tools\n- ", 1)[1].split("(", 1)[0]
+    noted = base.model_copy(update={"compact": base.compact.model_copy(update={"tool_notes": {tool: "look up first"}})})
+    assert noted.digest() != base.digest()
+    after = tokenizer.decode(conditioned(tokenizer, task, noted)[0])
+    assert f"- {tool}(" in after and "look up first" in after
+    assert conditioned(tokenizer, task, noted)[0] != conditioned(tokenizer, task, base)[0]
+
+
+def test_a_config_without_the_compact_profile_keeps_its_digest() -> None:
+    plain = HarnessConfig(name="x")
+    assert "compact" not in plain.model_dump_json(exclude={"compact"})
+    assert plain.digest() == "sha256:" + hashlib.sha256(plain.model_dump_json(exclude={"compact"}).encode()).hexdigest()
+    assert HarnessConfig.model_validate_json(plain.model_dump_json()).digest() == plain.digest()
