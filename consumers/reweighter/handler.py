@@ -2,7 +2,10 @@
 
 Mastered tasks are down-weighted except a fixed preservation slice (so old skills keep being rehearsed),
 unstable tasks are up-weighted by their variance, diagnosed failures form repair sets (task and tag
-boosts), and a capability whose dev score is low while its train pool is small gets new tasks requested.
+boosts), tasks already demonstrated (reference episodes the model was trained on) are down-weighted so the
+model's rollouts go to tasks new to it, and a capability whose dev score is low while few of its train tasks
+are new to the model gets new tasks requested: harder variants of its mastered tasks when it has some, new
+worlds of its templates otherwise. Every capability scored on dev is planned for, in the pool or not.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 
 from bus_schemas.envelope import Event, Producer, correlate
 from bus_schemas.events import (
+    OVERALL_WEIGHTS,
     DevSetEvaluated,
     EpisodeVerified,
     FailureDiagnosed,
@@ -40,8 +44,9 @@ class PlanConfig:
     preserve_one_in: int = 5  # every 5th mastered task (by id hash) keeps full weight
     repair_boost: float = 1.5
     low_dev_score: float = 0.5
-    min_pool: int = 200  # train tasks per capability below which new ones are requested
+    min_pool: int = 200  # train tasks per capability new to the model below which new ones are requested
     max_request: int = 50
+    demonstrated_weight: float = 0.1  # a task with a reference episode in the training data: little left to learn
 
 
 def preserved(task_id: str, one_in: int) -> bool:
@@ -51,7 +56,10 @@ def preserved(task_id: str, one_in: int) -> bool:
 def plan(
     started: RoundStarted, tasks: list[TaskSpecified], verdicts: list[EpisodeVerified],
     diagnoses: list[FailureDiagnosed], dev: DevSetEvaluated | None, producer: Producer, cfg: PlanConfig = PlanConfig(),
+    demonstrated: frozenset[str] | set[str] = frozenset(),
 ) -> list[Event]:
+    """``verdicts``/``diagnoses``: the model's (scripted rounds excluded); ``demonstrated``: train tasks a scripted
+    policy (the cold start) solved, i.e. tasks whose solution is already in the training data."""
     train = sorted((t for t in tasks if t.split == "train"), key=lambda t: t.task_id)
     comp = competence_by_task(verdicts)
     repair = Counter(d.task_id for d in diagnoses)
@@ -63,6 +71,8 @@ def plan(
             w = 1.0 if preserved(task.task_id, cfg.preserve_one_in) else cfg.mastered_weight
         elif c:
             w = 1.0 + 4.0 * c.variance
+        elif task.task_id in demonstrated:
+            w = cfg.demonstrated_weight
         if repair[task.task_id]:
             w *= cfg.repair_boost
         if round(w, 6) != 1.0:
@@ -79,17 +89,20 @@ def plan(
     out: list[Event] = [SamplingPlanUpdated(
         producer=producer, **correlate(started), plan_id=plan_id, category_weights=category_weights,
         tag_weights=tag_weights, task_weights=weights, reweighter_version=VERSION,
-        rationale=f"{len(comp)} tasks attempted, {sum(1 for w in weights.values() if w < 1)} down-weighted as mastered, "
+        rationale=f"{len(comp)} tasks attempted, {sum(1 for t, w in weights.items() if w < 1 and t in comp)} down-weighted as "
+        f"mastered, {sum(1 for t in weights if t in demonstrated and t not in comp)} as demonstrated, "
         f"{len(repair)} in repair sets, from {len(verdicts)} verdicts before round {started.round}",
     )]
-    for cat in categories if dev else []:
+    for cat in sorted(set(categories) | set(OVERALL_WEIGHTS)) if dev else []:
         score = dev.per_category.get(cat)
-        pool = sum(1 for t in train if t.category == cat)
+        pool = sum(1 for t in train if t.category == cat and t.task_id not in comp and t.task_id not in demonstrated)
         if score is not None and score.success_rate < cfg.low_dev_score and pool < cfg.min_pool:
-            failed = sorted({v.task_id for v in verdicts if v.outcome == "failure" and v.task_id in weights} & {t.task_id for t in train if t.category == cat})
+            mastered = sorted(t.task_id for t in train if t.category == cat and t.task_id in comp
+                              and comp[t.task_id].success_rate >= cfg.mastered_at)
             out.append(TaskGenerationRequested(
                 producer=producer, **correlate(started), request_id=f"{plan_id}/{cat}", capability=cat,
-                count=min(cfg.max_request, cfg.min_pool - pool), seed_task_ids=failed[:5],
-                rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks",
+                count=min(cfg.max_request, cfg.min_pool - pool), seed_task_ids=mastered[:5],
+                rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks new to the "
+                f"model" + (f"; harder variants of {len(mastered)} mastered tasks" if mastered else "; new worlds"),
             ))
     return out

@@ -47,9 +47,11 @@ class Reweighter:
         dev = max(devs, key=lambda d: (d.occurred_at, d.event_id)) if devs else None
         # Competence is the model's: rounds rolled out by a scripted policy (the cold start) do not count.
         scripted = {r.round for r in self._before(TOPIC_ROUNDS, RoundStarted, event) if r.policy_version.startswith("scripted:")}
-        verdicts = [v for v in self._before(TOPIC_VERDICTS, EpisodeVerified, event) if v.round not in scripted]
+        all_verdicts = self._before(TOPIC_VERDICTS, EpisodeVerified, event)
+        verdicts = [v for v in all_verdicts if v.round not in scripted]
+        demonstrated = {v.task_id for v in all_verdicts if v.round in scripted and v.outcome == "success"}
         diagnoses = [d for d in self._before(TOPIC_DIAGNOSES, FailureDiagnosed, event) if d.round not in scripted]
-        return plan(event, tasks, verdicts, diagnoses, dev, PRODUCER, self.config)
+        return plan(event, tasks, verdicts, diagnoses, dev, PRODUCER, self.config, demonstrated)
 
 
 def build() -> ConsumerSpec:

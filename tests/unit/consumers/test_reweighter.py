@@ -91,4 +91,34 @@ def test_the_cold_start_rounds_of_a_scripted_policy_do_not_count_as_competence(t
     solved = [verdict(task, episode_id=f"ep-{i}") for i in range(4)]  # round 0: the reference solved it every time
     publish_all(ports.bus, [*suite(), cold, *solved, later])
     [plan, *_] = Reweighter().handle(later, ports)
-    assert task.task_id not in plan.task_weights  # not "mastered": the model never tried it
+    # Not "mastered" (the model never tried it) but demonstrated: its solution is in the training data already.
+    assert plan.task_weights[task.task_id] == PlanConfig().demonstrated_weight
+    assert "0 down-weighted as mastered, 1 as demonstrated" in plan.rationale
+
+
+def test_demonstrated_tasks_are_down_weighted_so_rollouts_go_to_tasks_new_to_the_model():
+    shown, fresh = _train()[0], _train()[1]
+    [p] = plan(STARTED, _train(), [], [], None, P, PlanConfig(), demonstrated={shown.task_id})
+    assert p.task_weights == {shown.task_id: PlanConfig().demonstrated_weight} and fresh.task_id not in p.task_weights
+    tried = _history(shown, [True, False])  # once the model tried it, its own competence decides
+    [p] = plan(STARTED, _train(), tried, [], None, P, PlanConfig(), demonstrated={shown.task_id})
+    assert p.task_weights[shown.task_id] == 2.0
+
+
+def test_new_tasks_count_only_what_is_new_to_the_model_and_every_scored_capability_is_planned():
+    memory = [t for t in _train() if t.category == "memory"]
+    demonstrated = {t.task_id for t in memory[:100]}
+    out = plan(STARTED, _train(), [], [], _dev(0.2), P, PlanConfig(min_pool=50), demonstrated=demonstrated)
+    [request] = [e for e in out if e.event_type == "TaskGenerationRequested"]
+    assert (request.capability, request.count, request.seed_task_ids) == ("memory", 50 - (len(memory) - 100), [])
+    no_memory = [t for t in _train() if t.category != "memory"]  # a capability outside the pool still gets tasks
+    out = plan(STARTED, no_memory, [], [], _dev(0.2), P, PlanConfig(min_pool=10))
+    assert [(e.capability, e.count) for e in out if e.event_type == "TaskGenerationRequested"] == [("memory", 10)]
+
+
+def test_a_weak_capability_with_mastered_tasks_asks_for_harder_variants_of_them():
+    memory = [t for t in _train() if t.category == "memory"]
+    mastered = _history(memory[0], [True] * 3)
+    out = plan(STARTED, _train(), mastered, [], _dev(0.2), P, PlanConfig(min_pool=200))
+    [request] = [e for e in out if e.event_type == "TaskGenerationRequested"]
+    assert request.seed_task_ids == [memory[0].task_id] and "harder variants" in request.rationale
