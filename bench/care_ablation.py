@@ -35,10 +35,11 @@ from learner.care.schedules import SCHEDULE_BY_NAME
 from learner.config import LearnerConfig
 from learner.episodes import run_judged_episode
 from learner.eval import evaluate_dev
-from learner.jobs import current_dataset, skills, window
+from learner.jobs import current_dataset, rl_harness_version, skills, window
 from learner.model import PlannerPolicy, build_tiny_model, train_tokenizer
 from learner.model.window import turn_corpus
-from learner.rl import RlSettings, RlState, rl_step
+from learner.rl import RlSettings, RlState, run_steps
+from learner.rl.services import LocalServices
 from learner.sft import SftSettings, train_sft
 from learner.tasks import template_tasks
 from producers.backends.sandbox.backend import SandboxBackend
@@ -103,6 +104,8 @@ def main() -> None:
         train_sft(base, tokenizer, data.examples, root / "sft", window=window(config),
                   settings=SftSettings(max_steps=args.sft_steps, learning_rate=3e-3))
         pool, held_out = tasks("train", range(30, 36)), tasks("train", range(40, 42))
+        publish_all(ports.bus, pool)  # the rollout workers learn tasks from the bus
+        harness_version = rl_harness_version(ports, config, "care", 0)
         table = Table(title=(
             f"CARE ablation: {passed} demonstrations ({args.detour:.0%} with a detour call), {args.sft_steps} SFT "
             f"steps, {args.rl_steps} RL steps per arm (4 tasks x G=4, lr {args.lr}), {len(held_out)} held-out tasks"
@@ -124,13 +127,15 @@ def main() -> None:
         evaluate(base, "SFT start", "")
         for arm in ("outcome_only", "cost_aware"):
             model = copy.deepcopy(base)
-            state = RlState(model, tokenizer, version=1, window=window(config), schedule=SCHEDULE_BY_NAME[arm])
+            state = RlState(model, tokenizer, checkpoints=root / f"rl-{arm}", window=window(config),
+                            schedule=SCHEDULE_BY_NAME[arm])
             settings = RlSettings(group_size=4, tasks_per_step=4, seed=7, learning_rate=args.lr)
-            reports = [
-                rl_step(state, ports, [pool[(i * 4 + k) % len(pool)] for k in range(4)], config=config.harness,
-                        skills=skills(), settings=settings, run_id=f"care-{arm}")
-                for i in range(args.rl_steps)
-            ]
+            services = LocalServices(ports, root / f"services-{arm}")  # same tasks, order and seeds in both arms
+            try:
+                reports, _ = run_steps(state, ports, pool, steps=args.rl_steps, harness_version=harness_version,
+                                       settings=settings, run_id=f"care-{arm}", pump=services.pump)
+            finally:
+                services.close()
             last = reports[-4:]
             evaluate(model, arm, f"{sum(r.success_rate for r in last) / len(last):.2f}")
         console.print(table)

@@ -35,7 +35,11 @@ def main() -> int:
     from learner.config import LearnerConfig
     from learner.jobs import current_dataset, seed_reference_episodes, skills, train_tasks, window
     from learner.model import TinyModelConfig, build_tiny_model, load_checkpoint, train_tokenizer
-    from learner.rl import RlSettings, RlState, rl_step
+    from harness_service.versions import publish_harness_version
+    from infra.events import publish_all
+    from learner.rl import RlSettings, RlState, run_steps
+    from learner.rl.loop import PRODUCER
+    from learner.rl.services import LocalServices
     from learner.sft import SftSettings, train_sft
 
     config = LearnerConfig(cold_start_seeds=2, tiny=TinyModelConfig(hidden_size=256, layers=4, heads=8, kv_heads=4))
@@ -55,14 +59,21 @@ def main() -> int:
         sft = train_sft(model, tokenizer, data.examples, root / "sft", settings=settings, window=window(config))
         print(f"SFT on {torch.cuda.get_device_name()}: {sft.steps} steps, loss {sft.train_loss:.3f}, "
               f"{sft.tokens_per_s:,.0f} tokens/s, {sft.wall_time_s:.1f}s")
-        state = RlState(model, tokenizer, version=1, window=window(config))
+        state = RlState(model, tokenizer, checkpoints=root / "rl", window=window(config))
         rl = RlSettings(group_size=8, tasks_per_step=8, micro_batch=64)
         pool = train_tasks(config, "gpu-check")
-        for i in range(2):
-            r = rl_step(state, ports, pool[i * 8 : (i + 1) * 8], config=config.harness, skills=skills(), settings=rl,
-                        run_id="gpu-check")
+        harness = publish_harness_version(ports.registry, ports.blobs, config.harness, producer=PRODUCER,
+                                          run_id="gpu-check", aliases=("production",))
+        publish_all(ports.bus, [*pool, harness])
+        services = LocalServices(ports, root / "state")
+        try:
+            reports, _ = run_steps(state, ports, pool, steps=2, harness_version=harness.harness_version, settings=rl,
+                                   run_id="gpu-check", pump=services.pump)
+        finally:
+            services.close()
+        for i, r in enumerate(reports):
             print(f"RL step {i}: rollout {r.rollout_s:.1f}s scoring {r.scoring_s:.1f}s update {r.update_s:.1f}s "
-                  f"episodes {r.episodes} success {r.success_rate:.2f} samples {r.samples}")
+                  f"episodes {r.episodes} success {r.success_rate:.2f} samples {r.samples} staleness {r.staleness:.0f}")
         ports.close()
     return 0
 

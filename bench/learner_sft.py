@@ -27,10 +27,12 @@ from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics
 from learner.config import LearnerConfig
 from learner.dataset.tokenize import tokenize_examples
-from learner.jobs import current_dataset, seed_reference_episodes, skills, train_tasks, window
+from learner.jobs import current_dataset, seed_reference_episodes, train_tasks, window
 from learner.model import build_tiny_model, train_tokenizer
 from learner.model.window import turn_corpus
-from learner.rl.loop import RlState, rl_step
+from learner.jobs import rl_harness_version
+from learner.rl.loop import RlState, run_steps
+from learner.rl.services import LocalServices
 from learner.sft import SftSettings, train_sft
 
 
@@ -117,17 +119,20 @@ def main() -> None:
         model = build_tiny_model(tokenizer, config.tiny)
         train_sft(model, tokenizer, data.examples, root / "rl-start", settings=settings, window=window(config))
 
-        state = RlState(model, tokenizer, version=1, window=window(config))
+        state = RlState(model, tokenizer, checkpoints=root / "rl", window=window(config))
         pool = train_tasks(config, "bench")
-        rl = Table(title=f"RL steps: {config.rl.tasks_per_step} tasks x G={config.rl.group_size}")
-        for column in ("step", "rollout s", "scoring s", "update s", "episodes", "samples", "success"):
+        rl = Table(title=f"RL steps through the bus: {config.rl.tasks_per_step} tasks x G={config.rl.group_size}")
+        for column in ("step", "rollout s", "scoring s", "update s", "episodes", "samples", "success", "staleness"):
             rl.add_column(column)
-        for i in range(args.rl_steps):
-            per = config.rl.tasks_per_step
-            batch = [pool[((i * per + k) * 37) % len(pool)] for k in range(per)]  # spread over templates
-            r = rl_step(state, ports, batch, config=config.harness, skills=skills(), settings=config.rl, run_id="bench")
+        services = LocalServices(ports, root / "services")
+        try:
+            reports, _ = run_steps(state, ports, pool, steps=args.rl_steps, settings=config.rl, run_id="bench",
+                                   harness_version=rl_harness_version(ports, config, "bench", 0), pump=services.pump)
+        finally:
+            services.close()
+        for i, r in enumerate(reports):
             rl.add_row(str(i), f"{r.rollout_s:.2f}", f"{r.scoring_s:.2f}", f"{r.update_s:.2f}", str(r.episodes),
-                       str(r.samples), f"{r.success_rate:.2f}")
+                       str(r.samples), f"{r.success_rate:.2f}", f"{r.staleness:.0f}")
         console.print(rl)
         ports.close()
 

@@ -145,6 +145,7 @@ def build_examples() -> dict[str, Event]:
             budgets=_BUDGETS,
             group_id="grp-0001",
             group_size=4,
+            temperature=1.0,
         ),
         EpisodeStarted(
             **_episode(4),
@@ -172,6 +173,7 @@ def build_examples() -> dict[str, Event]:
             input_tokens=4_210,
             output_tokens=38,
             thinking_tokens=120,
+            sampled=_blob("f", 2_048, "application/vnd.flywheel.sampled-tokens+json"),
         ),
         ActionRejected(
             **_episode(40),

@@ -50,3 +50,21 @@ def _episode_ended_v1_to_v2(raw: RawEvent) -> RawEvent:
     raw["thinking_tokens"] = 0  # set explicitly: v1's meaning must not follow later defaults
     raw["cost_estimate_usd"] = None
     return raw
+
+
+@upcaster("ActionTaken", 1)
+def _action_taken_v1_to_v2(raw: RawEvent) -> RawEvent:
+    """v2 added ``sampled`` (behaviour token ids and log-probs); v1 episodes recorded none."""
+    return {**raw, "sampled": None}
+
+
+@upcaster("ActionRejected", 1)
+def _action_rejected_v1_to_v2(raw: RawEvent) -> RawEvent:
+    """As ActionTaken: no behaviour log-probs in v1."""
+    return {**raw, "sampled": None}
+
+
+@upcaster("RolloutRequested", 1)
+def _rollout_requested_v1_to_v2(raw: RawEvent) -> RawEvent:
+    """v2 added ``temperature``; v1 requests ran the policy's own decoding."""
+    return {**raw, "temperature": None}

@@ -13,7 +13,7 @@ from harness_service.config import HarnessConfig
 from harness_service.runner.episode import Harness
 from harness_service.skills.library import SkillLibrary
 from infra.bootstrap import Ports
-from infra.events import publish_all
+from infra.events import decodable, publish_all
 from learner.care.controller import ControllerInputs, choose_schedule
 from learner.care.history import recent_dev_overall, schedule_in_force
 from learner.config import LearnerConfig
@@ -28,7 +28,8 @@ from learner.model.policy import PlannerPolicy
 from learner.model.tokenizer import train_tokenizer
 from learner.model.window import PromptWindow, turn_corpus
 from learner.registry import ARTIFACT_PATH, PRODUCER, Lineage, promote_if_better, register_checkpoint
-from learner.rl.loop import RlState, RlStepReport, rl_step
+from learner.rl.loop import RlState, RlStepReport, rollouts_digest, run_steps
+from learner.rl.rollouts import Pump
 from learner.sft.trainer import SftResult, train_sft
 from learner.tasks import template_tasks
 from producers.backends.sandbox.skill_docs import SKILLS_DIR
@@ -221,30 +222,88 @@ def run_eval(
     return report, promoted
 
 
+def rl_harness_version(ports: Ports, config: LearnerConfig, run_id: str, round: int) -> str:
+    """The harness version RL rollouts run under: the round's (RoundStarted), else the harness's production alias."""
+    from bus_schemas.events import RoundStarted
+    from bus_schemas.topics import TOPIC_ROUNDS
+
+    if TOPIC_ROUNDS in ports.bus.topics():
+        for event in decodable(ports.bus.replay(TOPIC_ROUNDS)):
+            if isinstance(event, RoundStarted) and event.run_id == run_id and event.round == round:
+                return event.harness_version
+    production = f"{config.harness.name}@production"
+    try:
+        ports.registry.resolve(production)
+        return production
+    except LookupError:  # outside a run: register the learner's harness so workers render what it trains on
+        from harness_service.versions import publish_harness_version
+
+        published = publish_harness_version(ports.registry, ports.blobs, config.harness, producer=PRODUCER,
+                                            run_id=run_id, aliases=(), round=round)
+        publish_all(ports.bus, [published])
+        return published.harness_version
+
+
+def rl_tasks(ports: Ports, config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
+    """The run's train tasks on the ``tasks`` topic (constructed ones included, retired ones not); without any,
+    ``train_tasks`` is published first so the rollout workers can find them."""
+    from bus_schemas.events import TaskRetired
+    from bus_schemas.topics import TOPIC_TASKS
+
+    tasks: dict[str, TaskSpecified] = {}
+    if TOPIC_TASKS in ports.bus.topics():
+        for event in decodable(ports.bus.replay(TOPIC_TASKS)):
+            if isinstance(event, TaskSpecified) and event.run_id == run_id and event.split == "train":
+                tasks[event.task_id] = event
+            elif isinstance(event, TaskRetired):
+                tasks.pop(event.task_id, None)
+    if tasks:
+        return sorted(tasks.values(), key=lambda t: t.task_id)
+    pool = train_tasks(config, run_id)
+    publish_all(ports.bus, pool)
+    return pool
+
+
 def run_rl(
     ports: Ports, config: LearnerConfig, version: str, *, steps: int, run_id: str, round: int = 0,
-    progress: Progress | None = None, publish: bool = True,
+    progress: Progress | None = None, publish: bool = True, pump: Pump | None = None, sft_steps: int = 0,
 ) -> tuple[TrainOutcome, list[RlStepReport]]:
-    """``steps`` GRPO steps from ``version`` over bus rollouts; registers the result with ``version`` as parent."""
+    """``steps`` GRPO steps from ``version`` on rollouts through the bus; registers the result with ``version`` as parent.
+
+    ``sft_steps > 0`` is the mixed schedule: continued SFT on the admitted data first, then GRPO with CARE from
+    that model, registered once. ``pump`` lets in-process services run while the learner waits for rollouts.
+    """
     model, tokenizer, local = load_version(ports, config, version)
+    prompt_window = PromptWindow.load(local)
+    total = sft_steps + steps
+    sft_digest, sft_metrics = "", {}
+    if sft_steps > 0:
+        data = current_dataset(ports, config)
+        if data.examples:
+            settings = config.continued_sft.model_copy(update={"max_steps": sft_steps})
+            sft = train_sft(model, tokenizer, _training_rows(config, data), config.work_dir / f"sft-{run_id}-r{round}",
+                            settings=settings, window=prompt_window, on_step=progress)
+            sft_digest = data.digest
+            sft_metrics = {"sft_steps": float(sft.steps), "sft_loss": sft.metrics().get("train_loss", 0.0),
+                           "train_examples": float(len(data.examples)),
+                           "train_examples_self": float(getattr(data, "self_examples", 0))}
     schedule = schedule_in_force(ports.bus, config.model_name)
-    state = RlState(
-        model, tokenizer, model_name=config.model_name, version=int(version), window=PromptWindow.load(local),
-        schedule=schedule,
-    )
-    pool = train_tasks(config, run_id)
-    reports = []
-    per_step = config.rl.tasks_per_step
-    for i in range(steps):
-        batch = [pool[(i * per_step + k * 7919) % len(pool)] for k in range(per_step)]
-        reports.append(
-            rl_step(state, ports, batch, config=config.harness, skills=skills(), settings=config.rl, run_id=run_id,
-                    round=round)
-        )
+    state = RlState(model, tokenizer, checkpoints=config.work_dir / f"rl-{run_id}-r{round}-steps",
+                    model_name=config.model_name, window=prompt_window, schedule=schedule)
+    done = [sft_steps]
+
+    def tick(_report: RlStepReport) -> None:
+        done[0] += 1
         if progress is not None:
-            progress(i + 1, steps)
+            progress(done[0], total)
+
+    reports, episodes = run_steps(
+        state, ports, rl_tasks(ports, config, run_id), steps=steps, harness_version=rl_harness_version(ports, config, run_id, round),
+        settings=config.rl, run_id=run_id, round=round, pump=pump, on_step=tick,
+    )
     dev, previous = recent_dev_overall(ports.bus, config.model_name)
-    success = sum(r.success_rate for r in reports) / max(1, len(reports))
+    n = max(1, len(reports))
+    success = sum(r.success_rate for r in reports) / n
     inputs = ControllerInputs(train_success=success, dev_overall=dev, previous_dev_overall=previous,
                               competence=state.competence)
     _, choice = choose_schedule(inputs, schedule, model_name=config.model_name, run_id=run_id, producer=PRODUCER)
@@ -254,22 +313,29 @@ def run_rl(
     target = save_checkpoint(model, tokenizer, config.work_dir / f"rl-{run_id}-r{round}")
     state.window.save(target)
     metrics = {
-        "rl_success_rate": sum(r.success_rate for r in reports) / max(1, len(reports)),
-        "rl_mean_reward": sum(r.mean_reward for r in reports) / max(1, len(reports)),
+        **sft_metrics,
+        "rl_steps": float(len(reports)),
+        "rl_episodes": float(sum(r.episodes for r in reports)),
+        "rl_success_rate": success,
+        "rl_mean_reward": sum(r.mean_reward for r in reports) / n,
         "rl_samples": float(sum(r.samples for r in reports)),
+        "rl_staleness": sum(r.staleness for r in reports) / n,
+        "rl_abs_log_ratio": sum(r.mean_abs_log_ratio for r in reports) / n,
+        "rl_clip_fraction": sum(r.clip_fraction for r in reports) / n,
     }
-    digest = "rollouts:" + ",".join(r.policy_version for r in reports)
+    digest, manifest = rollouts_digest(episodes, sft_digest)
     lineage = Lineage(
         model_name=config.model_name,
         algorithm="rl",
         dataset_digest=digest,
-        dataset_manifest=ports.blobs.put(digest.encode(), "text/plain"),
+        dataset_manifest=ports.blobs.put(manifest, "text/plain"),
         source_offsets={f"{t}/{p}": end for t in ("episodes", "verdicts") for p, end in ports.bus.end_offsets(t).items()},
         harness_version=harness_version(config),
         parent_version=version,
-        params={**config.rl.model_dump(mode="json"), "steps": steps},
+        params={**config.rl.model_dump(mode="json"), "steps": steps, "sft_steps": sft_steps,
+                "care_schedule": schedule.name, "care_schedule_next": chosen.schedule},
         metrics=metrics,
-        steps=steps,
+        steps=sft_steps + len(reports),
         wall_time_s=sum(r.rollout_s + r.scoring_s + r.update_s for r in reports),
     )
     ref, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round)

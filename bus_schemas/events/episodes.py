@@ -17,6 +17,8 @@ TrustLevel = Literal["exact", "simulated", "device"]
 
 EndReason = Literal["finished", "clarify", "refuse", "budget_exhausted", "error", "abandoned"]
 Step = Annotated[int, Field(ge=0, le=100_000)]
+SAMPLED_MEDIA_TYPE = "application/vnd.flywheel.sampled-tokens+json"
+"""``{"prompt_ids": [...], "completion_ids": [...], "logprobs": [...], "temperature": t}``"""
 
 
 class EpisodeStarted(Event):
@@ -53,7 +55,7 @@ class ActionTaken(Event):
     """The policy chose a typed action at ``step``; token counts are those of the model call that chose it."""
 
     event_type: Literal["ActionTaken"] = "ActionTaken"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     episode_id: Name
     step: Step
     action: Action
@@ -61,13 +63,16 @@ class ActionTaken(Event):
     input_tokens: Count
     output_tokens: Count
     thinking_tokens: Count = 0
+    sampled: BlobRef | None = None
+    """v2: the prompt and sampled token ids with their behaviour log-probs (``SAMPLED_MEDIA_TYPE`` JSON), from
+    policies that expose them; RL's importance ratio divides by these."""
 
 
 class ActionRejected(Event):
     """The policy's output at ``step`` was not a valid action; kept with its tokens so nothing the model did is lost."""
 
     event_type: Literal["ActionRejected"] = "ActionRejected"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     episode_id: Name
     step: Step
     raw_output: BlobRef
@@ -75,6 +80,8 @@ class ActionRejected(Event):
     input_tokens: Count
     output_tokens: Count
     thinking_tokens: Count = 0
+    sampled: BlobRef | None = None
+    """v2: as ActionTaken.sampled (an invalid output is a sampled action too: RL trains on it)."""
 
 
 class ObservationReturned(Event):

@@ -15,7 +15,7 @@ class RolloutRequested(Event):
     """Run one episode of ``task_id``; the episode id is fixed here so a redelivered request is not run twice."""
 
     event_type: Literal["RolloutRequested"] = "RolloutRequested"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     task_id: Name
     episode_id: Name = Field(default_factory=lambda: f"ep-{uuid_utils.uuid7()}")
     policy_version: Name
@@ -25,3 +25,6 @@ class RolloutRequested(Event):
     budgets: Budgets
     group_id: Name | None = None  # episodes of one task sampled together (group-relative advantages)
     group_size: Annotated[int, Field(ge=1, le=256)] = 1  # G independent attempts (episodes) of the task
+    temperature: Annotated[float, Field(gt=0.0, le=10.0)] | None = None
+    """v2: sample a learned policy at this temperature, member k seeded ``seed + k`` (RL groups); None: the
+    policy's own decoding (greedy for the planner)."""

@@ -1,4 +1,5 @@
 """Wiring: TrainingRequested -> SFT (from scratch or continued from the base version) or GRPO steps -> events.
+GRPO publishes its RolloutRequested groups itself and waits for the rollout workers and the verifier.
 
 The learner's jobs (``learner.jobs``) do the work; this module turns a request into a call and the call
 into events: TrainingRunStarted, TrainingRunCompleted, ModelVersionRegistered on success, or one
@@ -47,10 +48,11 @@ def base_version(request: TrainingRequested) -> str | None:
 
 
 class Trainer:
-    def __init__(self, config=None, progress: Progress | None = None, rl_steps: int = 8) -> None:  # noqa: ANN001
+    def __init__(self, config=None, progress: Progress | None = None, pump: Callable[[], int] | None = None) -> None:  # noqa: ANN001
         self._config = config  # a LearnerConfig (read from FLYWHEEL_LEARNER_CONFIG on first use when None)
         self.progress = progress
-        self.rl_steps = rl_steps
+        self.pump = pump
+        """RL waits for its rollouts on the bus; in one process this runs the rollout worker and verifier meanwhile."""
 
     @property
     def config(self):  # noqa: ANN201
@@ -68,9 +70,10 @@ class Trainer:
         log.info("round %s: %s training of %s from %s on %d admitted trajectories", event.round, event.algorithm,
                  event.model_name, parent or "scratch", event.admitted_trajectories)
         try:
-            if event.algorithm == "rl" and parent is not None:
-                outcome, _ = run_rl(ports, config, parent, steps=self.rl_steps, run_id=event.run_id,
-                                    round=event.round or 0, progress=self.progress, publish=False)
+            if event.algorithm == "rl" and parent is not None:  # GRPO (after continued SFT with rl.sft_steps > 0)
+                outcome, _ = run_rl(ports, config, parent, steps=config.rl.steps_per_round, run_id=event.run_id,
+                                    round=event.round or 0, progress=self.progress, publish=False, pump=self.pump,
+                                    sft_steps=config.rl.sft_steps)
             else:
                 outcome = run_sft(ports, config, run_id=event.run_id, round=event.round or 0, base_version=parent,
                                   progress=self.progress, publish=False)
@@ -84,5 +87,5 @@ class Trainer:
         return [e.model_copy(update={"causation_id": event.event_id}) if e.causation_id is None else e for e in outcome.events]
 
 
-def build(config=None, progress: Progress | None = None) -> ConsumerSpec:  # noqa: ANN001
-    return ConsumerSpec(NAME, (TOPIC_MODELS,), Trainer(config, progress).handle, frozenset({"TrainingRequested"}), VERSION)
+def build(config=None, progress: Progress | None = None, pump: Callable[[], int] | None = None) -> ConsumerSpec:  # noqa: ANN001
+    return ConsumerSpec(NAME, (TOPIC_MODELS,), Trainer(config, progress, pump).handle, frozenset({"TrainingRequested"}), VERSION)

@@ -11,6 +11,29 @@ from producers.backends.base import Observation
 
 
 @dataclass(frozen=True)
+class SampledTokens:
+    """What a learned policy conditioned on and sampled: the RL learner's behaviour log-probs.
+
+    ``logprobs[i]`` is log pi(completion_ids[i] | prompt_ids, completion_ids[:i]) under the sampling
+    distribution (logits / ``temperature``); the harness stores it with the step (ActionTaken.sampled).
+    """
+
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    temperature: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"prompt_ids": list(self.prompt_ids), "completion_ids": list(self.completion_ids),
+                "logprobs": list(self.logprobs), "temperature": self.temperature}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> SampledTokens:
+        return cls(tuple(data["prompt_ids"]), tuple(data["completion_ids"]), tuple(data["logprobs"]),  # type: ignore[arg-type]
+                   float(data["temperature"]))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class PolicyOutput:
     """One completion. ``output_tokens`` counts every generated token; ``thinking_tokens`` is the reasoning part."""
 
@@ -18,6 +41,8 @@ class PolicyOutput:
     input_tokens: int
     output_tokens: int
     thinking_tokens: int = 0
+    sampled: SampledTokens | None = None
+    """Token ids and behaviour log-probs, from policies that expose them (the learner's planner)."""
 
 
 class PolicyError(RuntimeError):

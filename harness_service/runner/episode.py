@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from time import perf_counter
@@ -29,6 +30,7 @@ from bus_schemas.events.episodes import (
     EpisodeEnded,
     EpisodeStarted,
     ObservationReturned,
+    SAMPLED_MEDIA_TYPE,
 )
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.actions.parser import ActionParser
@@ -179,6 +181,7 @@ class _Episode:
         self.loaded: list[Skill] = []
         self.called: list[str] = []  # tool names called so far (a compact context shows them)
         self.input_tokens = self.output_tokens = self.thinking_tokens = self.child_tokens = 0
+        self.sub = _SubagentCost()  # what sub-agents spent: rolled up into this episode's EpisodeEnded
         self.steps = self.tool_calls = self.invalid = 0
         self.answer: str | None = None
         self.started = perf_counter()
@@ -270,9 +273,12 @@ class _Episode:
         data = out.text.encode("utf-8", "replace")  # lone surrogates (possible from JSON endpoints) become '?'
         text = data.decode("utf-8")
         raw = self.h.blobs.put(data, RAW_OUTPUT_MEDIA_TYPE)
+        sampled = None
+        if out.sampled is not None:  # behaviour token ids + log-probs, for RL's importance ratio
+            sampled = self.h.blobs.put(json.dumps(out.sampled.to_json()).encode(), SAMPLED_MEDIA_TYPE)
         parsed = self.parser.parse(text)
         if isinstance(parsed, ToolError):
-            return self._reject(step, text, parsed, raw, out)
+            return self._reject(step, text, parsed, raw, out, sampled)
         self.rec.emit(
             ActionTaken,
             step=step,
@@ -281,6 +287,7 @@ class _Episode:
             input_tokens=out.input_tokens,
             output_tokens=out.output_tokens,
             thinking_tokens=out.thinking_tokens,
+            sampled=sampled,
         )
         terminal = _TERMINAL.get(type(parsed))
         if terminal is not None:
@@ -288,7 +295,9 @@ class _Episode:
             return terminal
         return self._execute(step, text, parsed)
 
-    def _reject(self, step: int, text: str, error: ToolError, raw: BlobRef, out: PolicyOutput) -> EndReason | None:
+    def _reject(
+        self, step: int, text: str, error: ToolError, raw: BlobRef, out: PolicyOutput, sampled: BlobRef | None = None
+    ) -> EndReason | None:
         """Invalid output: recorded (ActionRejected), fed back to the model, within the invalid-action budget."""
         self.invalid += 1
         observation = Observation(error=error)
@@ -300,6 +309,7 @@ class _Episode:
             input_tokens=out.input_tokens,
             output_tokens=out.output_tokens,
             thinking_tokens=out.thinking_tokens,
+            sampled=sampled,
         )
         self.rec.emit(ObservationReturned, step=step, error=error, blob=raw)
         self._remember(step, text, observation, "invalid output")
@@ -368,6 +378,7 @@ class _Episode:
         )
         outcome = child.run()
         self.child_tokens += outcome.input_tokens + outcome.output_tokens
+        self.sub.add(outcome)
         summary = outcome.answer if outcome.reason == "finished" else f"sub-agent ended: {outcome.reason}"
         result = SubagentResult(
             child_episode_id=outcome.episode_id, summary=(summary or "")[:16384], success=outcome.reason == "finished"
@@ -381,15 +392,19 @@ class _Episode:
                 final_state = self.h.blobs.put(self.backend.evidence().model_dump_json().encode(), EVIDENCE_MEDIA_TYPE)
             except Exception:  # no evidence (e.g. reset failed): the verifier sees final_state=None
                 final_state = None
-        cost = self.h.prices.cost(self.h.policy.model, self.input_tokens, self.output_tokens)
+        # Totals include every sub-agent (and theirs, already rolled up): what the episode cost, for CARE.
+        # ``steps`` stays this episode's own model turns (the curator checks their numbering).
+        sub = self.sub
+        input_tokens, output_tokens = self.input_tokens + sub.input_tokens, self.output_tokens + sub.output_tokens
+        cost = self.h.prices.cost(self.h.policy.model, input_tokens, output_tokens)
         self.rec.emit(
             EpisodeEnded,
             reason=reason,
             steps=self.steps,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            thinking_tokens=self.thinking_tokens,
-            tool_calls=self.tool_calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            thinking_tokens=self.thinking_tokens + sub.thinking_tokens,
+            tool_calls=self.tool_calls + sub.tool_calls,
             wall_time_s=perf_counter() - self.started,
             cost_estimate_usd=cost,
             answer=self.answer,
@@ -400,9 +415,25 @@ class _Episode:
             reason,
             self.steps,
             self.answer,
-            self.input_tokens,
-            self.output_tokens,
-            self.thinking_tokens,
-            self.tool_calls,
+            input_tokens,
+            output_tokens,
+            self.thinking_tokens + sub.thinking_tokens,
+            self.tool_calls + sub.tool_calls,
             cost,
         )
+
+
+@dataclass
+class _SubagentCost:
+    """Tokens and tool calls of an episode's sub-agents (each outcome already includes its own sub-agents)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    tool_calls: int = 0
+
+    def add(self, outcome: EpisodeOutcome) -> None:
+        self.input_tokens += outcome.input_tokens
+        self.output_tokens += outcome.output_tokens
+        self.thinking_tokens += outcome.thinking_tokens
+        self.tool_calls += outcome.tool_calls

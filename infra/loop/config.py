@@ -42,7 +42,10 @@ class LoopConfig(BaseModel):
     """Later rounds run the round's model on train tasks; its verified successes join the training data."""
     first_policy: str = "scripted:reference"
     min_admitted_for_training: Annotated[int, Field(ge=1)] = 16
-    algorithm: Literal["sft", "rl"] = "sft"
+    algorithm: Literal["sft", "rl", "mixed"] = "sft"
+    """After round 0 (SFT from scratch): ``sft`` continued SFT on admitted data; ``rl`` GRPO with CARE on
+    rollouts through the bus (``learner.rl.steps_per_round`` steps); ``mixed`` continued SFT then GRPO in one
+    training run (``learner.rl.sft_steps``, or ``continued_sft.max_steps`` when 0)."""
     auto_approve: tuple[str, ...] = ("add_instruction", "set_budgets", "set_memory_policy")
     """Harness change kinds published without a human review (the rest wait for ``flywheel review``)."""
     revise_harness: bool = True
@@ -50,6 +53,13 @@ class LoopConfig(BaseModel):
     stall_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     """Fail the run when the log has not grown for this long (a consumer is down or an input is missing)."""
     out_dir: Path = Path("runs")
+
+    def trainer_learner(self) -> LearnerConfig:
+        """The learner settings the trainer runs with (``mixed``: continued-SFT steps before the GRPO steps)."""
+        if self.algorithm != "mixed" or self.learner.rl.sft_steps > 0:
+            return self.learner
+        rl = self.learner.rl.model_copy(update={"sft_steps": self.learner.continued_sft.max_steps})
+        return self.learner.model_copy(update={"rl": rl})
 
     def round_env(self) -> dict[str, str]:
         """The round controller's settings as the FLYWHEEL_ROUND_* variables a consumer process reads."""
@@ -60,7 +70,7 @@ class LoopConfig(BaseModel):
             "max_rounds": self.rounds,
             "min_admitted_for_training": self.min_admitted_for_training,
             "model_name": self.learner.model_name,
-            "algorithm": self.algorithm,
+            "algorithm": "rl" if self.algorithm == "mixed" else self.algorithm,
             "planned_rollouts": self.rollouts_per_round,
             "await_harness_revision": self.revise_harness,
         }

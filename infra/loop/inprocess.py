@@ -22,7 +22,8 @@ def reviser_env(config: LoopConfig) -> dict[str, str]:
     return {"FLYWHEEL_REVISER_AUTO_APPROVE": ",".join(config.auto_approve)}
 
 
-def consumer_specs(config: LoopConfig, training_progress: Progress | None = None) -> list[ConsumerSpec]:
+def consumer_specs(config: LoopConfig, training_progress: Progress | None = None,
+                   pump: Callable[[], int] | None = None) -> list[ConsumerSpec]:
     from consumers.harness_reviser.config import ReviserConfig
     from consumers.harness_reviser.spec import build as harness_reviser
     from consumers.registry import build
@@ -35,7 +36,7 @@ def consumer_specs(config: LoopConfig, training_progress: Progress | None = None
         if name == "round_controller":
             specs.append(round_controller(RoundConfig(**config.round_settings())))
         elif name == "trainer":
-            specs.append(trainer(config.learner, training_progress))
+            specs.append(trainer(config.trainer_learner(), training_progress, pump))
         elif name == "harness_reviser":
             if config.revise_harness:  # explicit config: the process environment stays as it was
                 specs.append(harness_reviser(ReviserConfig(auto_approve=config.auto_approve)))  # type: ignore[arg-type]
@@ -51,12 +52,19 @@ class InProcessConsumers:
         from producers.rollout import RolloutWorker
         from producers.rollout.versions import VersionResolver
 
-        self.runners = [ConsumerRunner(spec, ports, state_dir=state_dir) for spec in consumer_specs(config, training_progress)]
+        specs = consumer_specs(config, training_progress, self._pump)
+        self.runners = [ConsumerRunner(spec, ports, state_dir=state_dir) for spec in specs]
+        self.verifier = next(r for r, s in zip(self.runners, specs) if s.name == "verifier")
         pool = EnvironmentPool()
         pool.register("sandbox", SandboxBackend, 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
         self.worker = RolloutWorker(ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver,
                                     claim_grace_s=0.0)
+
+    def _pump(self) -> int:
+        """While the trainer's GRPO waits for its groups (inside its handler), run the rollout worker and the
+        verifier: the same services, in their own consumer groups, stepped from within the wait."""
+        return self.worker.step(timeout_s=0.0) + self.verifier.step(timeout_s=0.0)
 
     def step(self) -> int:
         """One sweep: every consumer handles what is waiting, the rollout worker runs up to a burst of requests."""

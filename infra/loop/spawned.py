@@ -21,7 +21,7 @@ class SpawnedConsumers:
         log_dir.mkdir(parents=True, exist_ok=True)
         learner_config = state_dir / "learner.json"
         learner_config.parent.mkdir(parents=True, exist_ok=True)
-        learner_config.write_text(config.learner.model_dump_json())
+        learner_config.write_text(config.trainer_learner().model_dump_json())
         env = {**os.environ, **config.round_env(), **reviser_env(config), "FLYWHEEL_LEARNER_CONFIG": str(learner_config),
                "HF_HUB_OFFLINE": "1"}
         names = [n for n in CONSUMER_NAMES if n != "harness_reviser" or config.revise_harness] + ["rollout-worker"]

@@ -7,7 +7,8 @@
 | ``cost_aware`` | 0.0 | 1.0 | competent capabilities learn to spend fewer tokens, tool calls and steps |
 | ``cost_strict`` | 0.0 | 2.0 | a strong policy: cost pressure doubled |
 
-Cost terms are always scaled by the capability's competence gate and apply only to successful episodes.
+Cost terms are always scaled by the capability's competence gate, apply only to successful episodes and are
+bounded (``rewards.COST_CAP``) so that any success scores above any failure.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ class RewardSchedule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    partial_credit: Annotated[float, Field(ge=0.0, le=1.0)]
-    """Weight of the fraction of criteria passed, added to the 0/1 outcome."""
+    partial_credit: Annotated[float, Field(ge=0.0, lt=1.0)]
+    """Weight of the fraction of criteria passed: a failure earns ``partial_credit * score``, a success the full
+    ``partial_credit`` (all criteria pass); below 1, so no failure reaches a success."""
     cost_weight: Annotated[float, Field(ge=0.0)]
     """Multiplier of every cost term."""
     token_cost: float = 0.10

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_service.context.messages import ChatMessage, render_messages
-from harness_service.policy.base import PolicyOutput
+from harness_service.policy.base import PolicyOutput, SampledTokens
 from learner.model.window import END, PromptWindow
 
 __all__ = ["PlannerPolicy", "PromptWindow", "sample_key"]
@@ -57,6 +57,11 @@ class PlannerPolicy:
         options.setdefault("window", PromptWindow.load(path))
         return cls(model, tokenizer, name=name or f"local:{path.name}", **options)
 
+    def with_sampling(self, temperature: float, seed: int | None) -> PlannerPolicy:
+        """The same network sampled at ``temperature`` with its own seeded generator (one RL group member)."""
+        return PlannerPolicy(self.network, self.tokenizer, name=self.name, window=self.window, temperature=temperature,
+                             seed=seed, sampled=self.sampled, inference_threads=self.inference_threads)
+
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         import torch
 
@@ -69,33 +74,39 @@ class PlannerPolicy:
         torch.set_num_threads(self.inference_threads)
         try:
             with torch.no_grad():
-                generated = self._decode(prompt, end)
+                generated, logprobs = self._decode(prompt, end)
         finally:
             torch.set_num_threads(threads)
         new = generated[:-1] if generated and generated[-1] == end else generated
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         if self.sampled is not None:
             self.sampled[sample_key(rendered, text)] = generated
-        return PolicyOutput(text=text, input_tokens=len(ids), output_tokens=len(new))
+        behaviour = SampledTokens(tuple(ids), tuple(generated), tuple(logprobs), self.temperature)
+        return PolicyOutput(text=text, input_tokens=len(ids), output_tokens=len(new), sampled=behaviour)
 
-    def _decode(self, prompt: Any, end: int) -> list[int]:
-        """Greedy or temperature sampling with a KV cache; stops after ``<|im_end|>`` (kept) or the token budget."""
+    def _decode(self, prompt: Any, end: int) -> tuple[list[int], list[float]]:
+        """Greedy or temperature sampling with a KV cache; stops after ``<|im_end|>`` (kept) or the token budget.
+
+        Also returns each sampled token's log-prob under the sampling distribution (softmax of logits /
+        temperature; plain softmax when greedy): the behaviour log-probs of RL's importance ratio."""
         import torch
 
         out: list[int] = []
+        logprobs: list[float] = []
         past = None
         inputs = prompt
         for _ in range(self.window.max_new_tokens):
             result = self.network(input_ids=inputs, past_key_values=past, use_cache=True)
             past = result.past_key_values
             logits = result.logits[0, -1].float()
+            scaled = torch.log_softmax(logits / self.temperature if self.temperature > 0 else logits, dim=-1)
             if self.temperature > 0:
-                probs = torch.softmax(logits / self.temperature, dim=-1)
-                token = int(torch.multinomial(probs.cpu(), 1, generator=self._generator).item())
+                token = int(torch.multinomial(scaled.exp().cpu(), 1, generator=self._generator).item())
             else:
                 token = int(torch.argmax(logits).item())
             out.append(token)
+            logprobs.append(float(scaled[token]))
             if token == end:
                 break
             inputs = torch.tensor([[token]], device=prompt.device)
-        return out
+        return out, logprobs

@@ -1,7 +1,7 @@
-"""Online agentic RL: groups of G bus rollouts per task, CARE rewards from EpisodeVerified, a GRPO-style update."""
+"""Online agentic RL through the bus: groups of G rollouts per task run by the rollout workers, CARE rewards
+from the verifier's EpisodeVerified, a GRPO update on the behaviour log-probs the episodes carry."""
 
 from learner.rl.config import RlSettings
-from learner.rl.loop import RlState, RlStepReport, rl_step
-from learner.rl.worker import rollout_worker_spec
+from learner.rl.loop import NoRollouts, RlState, RlStepReport, run_steps
 
-__all__ = ["RlSettings", "RlState", "RlStepReport", "rl_step", "rollout_worker_spec"]
+__all__ = ["NoRollouts", "RlSettings", "RlState", "RlStepReport", "run_steps"]

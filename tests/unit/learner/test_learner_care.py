@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bus_schemas.codec import decode, encode
 from bus_schemas.envelope import Producer
@@ -20,7 +22,8 @@ from learner.care import (
     measure_competence,
     shaped_reward,
 )
-from learner.care.schedules import SCHEDULE_BY_NAME
+from learner.care.rewards import COST_CAP
+from learner.care.schedules import SCHEDULE_BY_NAME, RewardSchedule
 
 pytestmark = pytest.mark.unit
 COST = EpisodeCost(output_tokens=200, thinking_tokens=0, tool_calls=3, steps=4)
@@ -40,8 +43,8 @@ def test_the_gate_is_closed_for_beginners_open_for_experts_and_linear_between() 
 def test_cost_terms_grow_with_competence_and_never_touch_failures() -> None:
     charged = [shaped_reward(True, 1.0, COST, c, AWARE).cost for c in (0.1, 0.4, 0.6, 0.9)]
     assert charged[0] == 0.0 and charged == sorted(charged) and charged[-1] > charged[1] > 0
-    # full cost at competence 0.9: 0.1*200/100 + 0.05*3 + 0.02*4
-    assert charged[-1] == pytest.approx(0.2 + 0.15 + 0.08)
+    # full gate at competence 0.9: raw cost 0.1*200/100 + 0.05*3 + 0.02*4, saturated below COST_CAP
+    assert charged[-1] == pytest.approx(COST_CAP * (1 - math.exp(-(0.2 + 0.15 + 0.08))))
     failed = shaped_reward(False, 0.5, COST, 0.9, AWARE)
     assert failed.cost == 0.0 and failed.total == 0.0
 
@@ -112,3 +115,37 @@ def test_a_schedule_model_is_bounded_and_checked() -> None:
     with pytest.raises(ValueError, match="unknown schedule"):
         choose(ControllerInputs(train_success=0.0), "partial_credit", model=lambda i, c: "yolo")
     assert [s.cost_weight for s in SCHEDULES] == sorted(s.cost_weight for s in SCHEDULES)
+
+
+costs = st.builds(EpisodeCost, st.integers(0, 10**7), st.integers(0, 10**7), st.integers(0, 10**5), st.integers(0, 10**5))
+schedules = st.one_of(
+    st.sampled_from(SCHEDULES),
+    st.builds(RewardSchedule, name=st.just("random"), partial_credit=st.floats(0.0, 0.999),
+              cost_weight=st.floats(0.0, 1e6), token_cost=st.floats(0.0, 1e3), tool_call_cost=st.floats(0.0, 1e3),
+              step_cost=st.floats(0.0, 1e3), token_scale=st.floats(1e-3, 1e4)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(schedule=schedules, win=costs, loss=costs, win_score=st.floats(0.0, 1.0), loss_score=st.floats(0.0, 1.0),
+       win_competence=st.floats(0.0, 1.0), loss_competence=st.floats(0.0, 1.0))
+def test_any_success_scores_above_any_failure(schedule, win, loss, win_score, loss_score, win_competence,  # noqa: ANN001
+                                              loss_competence) -> None:
+    success = shaped_reward(True, win_score, win, win_competence, schedule)
+    failure = shaped_reward(False, loss_score, loss, loss_competence, schedule)
+    assert success.total > failure.total
+    assert failure.cost == 0.0 and 0.0 <= success.cost <= COST_CAP
+
+
+@settings(max_examples=200, deadline=None)
+@given(cost=costs, competence=st.floats(0.0, 0.3))
+def test_below_the_competence_gate_successes_pay_no_cost(cost: EpisodeCost, competence: float) -> None:
+    for schedule in SCHEDULES:
+        assert shaped_reward(True, 1.0, cost, competence, schedule).cost == 0.0
+
+
+def test_above_the_gate_a_cheaper_success_scores_higher() -> None:
+    cheap, dear = EpisodeCost(40, 0, 1, 2), EpisodeCost(400, 0, 6, 8)
+    for schedule in SCHEDULES:
+        a, b = (shaped_reward(True, 1.0, c, 0.9, schedule).total for c in (cheap, dear))
+        assert a > b if schedule.cost_weight > 0 else a == b

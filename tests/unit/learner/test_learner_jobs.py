@@ -18,6 +18,7 @@ from learner.config import LearnerConfig
 from learner.dataset.episodes import LEARNER_TOPICS
 from learner.jobs import run_eval, run_rl, run_sft, seed_reference_episodes
 from learner.model import PlannerPolicy
+from learner.rl.services import LocalServices
 from learner.registry import CANDIDATE, PRODUCTION, ProductionPolicy
 from learner.sft import SftSettings
 
@@ -50,7 +51,11 @@ def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_serve
     assert any(isinstance(e, ModelVersionRegistered) and e.model_version == trained.model_version for e in models)
     assert any(isinstance(e, DevSetEvaluated) and e.model_version == trained.model_version for e in models)
 
-    tuned, reports = run_rl(ports, config, trained.model_version, steps=1, run_id="run-jobs", round=1)
+    services = LocalServices(ports, tmp_path / "services")  # the rollout worker and verifier RL's rollouts go through
+    try:
+        tuned, reports = run_rl(ports, config, trained.model_version, steps=1, run_id="run-jobs", round=1, pump=services.pump)
+    finally:
+        services.close()
     assert reports[0].episodes == config.rl.tasks_per_step * config.rl.group_size
     assert ports.registry.resolve(f"planner/{tuned.model_version}").tags["parent_version"] == trained.model_version
     chosen = [from_record(r) for r in ports.bus.replay(TOPIC_MODELS)]
