@@ -29,6 +29,7 @@ from bus_schemas.events.episodes import EpisodeEnded
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.topics import TOPIC_ROLLOUTS
 from harness_service.memory.store import MemoryStore
+from harness_service.policy.base import Policy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
 from infra.bootstrap import Ports
@@ -187,8 +188,8 @@ class RolloutWorker:
                 episode_id=episode_id_for(request, member, attempt),
             )
             harness = Harness(
-                config, policy_for(task), self.ports.blobs, self.sink, self.skills, producer=PRODUCER,
-                version_label=label,
+                config, _sampling(policy_for(task), request, member), self.ports.blobs, self.sink, self.skills,
+                producer=PRODUCER, version_label=label,
             )
             try:
                 with self.pool.lease(request.backend, self.name) as backend:
@@ -252,3 +253,11 @@ class RolloutWorker:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def _sampling(policy: Policy, request: RolloutRequested, member: int) -> Policy:
+    """Group member ``member`` samples at the request's temperature with seed ``seed + member`` (RL groups);
+    policies that cannot sample (scripted) run as they are."""
+    if request.temperature is None or not hasattr(policy, "with_sampling"):
+        return policy
+    return policy.with_sampling(request.temperature, request.seed + member)
