@@ -8,12 +8,18 @@ Each template returns a :class:`Draft` (the patch and why) or None when its chan
 | argument_grounding | add_instruction "Copy names, times and ids exactly as written in the goal." |
 | tool_routing | on one app (>= 60% of the cluster's tasks use it): add_skill / edit_skill for that app, naming the |
 |  | tools that best match the failed goals (BM25 over the tool docs); spread over apps: add_instruction |
-| state_tracking | set_memory_policy: enable memory, retrieve 2 more memories (up to 8); at the cap: add_instruction |
-| recovery | add_instruction "If a call fails, change tool or arguments; never repeat it unchanged."; then set_budgets +5 steps |
+| state_tracking | set_memory_policy: seed and enable memory, retrieve 2 more memories (up to the most facts a failing |
+|  | task has, and 8); when that changes nothing the tasks retrieve: add_instruction |
+| recovery | add_instruction "If a call fails, change tool or arguments; never repeat it unchanged."; then set_budgets |
+|  | +5 steps, only up to what the failing tasks' own budgets allow (a task's budget caps the harness's) |
 | premature_termination | add_instruction "Before finish, check that every part of the goal is done." |
 | hallucinated_completion | add_instruction "In the answer, state only facts read in tool results." |
 
-policy_violation, environment_error and other have no template: no harness change fixes them.
+policy_violation, environment_error, invalid_output and other have no template yet.
+
+Budget and memory patches must bind: a patch is drafted only when it changes what at least one failing task's
+episode gets (:func:`harness_service.runner.budgets.effective_budgets` for steps, the task's seeded facts for
+retrieval); otherwise the template falls back to its instruction or yields to the next cluster.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bus_schemas.events import FailureCategory, FailureDiagnosed, TaskSpecified
+from bus_schemas.events import Budgets, FailureCategory, FailureDiagnosed, TaskSpecified
+from harness_service.runner.budgets import effective_budgets
 from harness_service.config import HarnessConfig
 from harness_service.revisions import AddInstruction, AddSkill, EditSkill, Patch, SetBudgets, SetMemoryPolicy, skill_notes
 from harness_service.tools.selection import select_tools
@@ -80,20 +87,44 @@ def hallucinated_completion(cluster: Cluster, base: HarnessConfig, docs: ToolDoc
     return _instruction(FACTS, base, "answers claimed facts the tools never returned")
 
 
+def _binding_steps(cluster: Cluster, base: HarnessConfig) -> int | None:
+    """A larger harness step budget that lets at least one failing task run longer, or None when none can."""
+    steps = min(base.budgets.max_steps + 5, MAX_STEPS)
+    caps = [(t.budgets or Budgets()).max_steps for t in cluster.tasks.values()]  # a task without budgets has the defaults
+    room = [c for c in caps if c > base.budgets.max_steps]
+    if not room or steps <= base.budgets.max_steps:
+        return None
+    steps = min(steps, max(room))
+    raised = base.budgets.model_copy(update={"max_steps": steps})
+    binds = any(effective_budgets(raised, t.budgets).max_steps > effective_budgets(base.budgets, t.budgets).max_steps for t in cluster.tasks.values())
+    return steps if binds else None
+
+
 def recovery(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
     draft = _instruction(RECOVERY, base, "failing calls were repeated unchanged")
-    if draft is None and base.budgets.max_steps < MAX_STEPS:
-        steps = min(base.budgets.max_steps + 5, MAX_STEPS)
+    if draft is None and (steps := _binding_steps(cluster, base)) is not None:
         draft = Draft(SetBudgets(max_steps=steps), f"failing calls still repeated with the instruction: {steps} steps to recover")
     return draft
 
 
+def _facts(cluster: Cluster) -> int:
+    """The most memory facts any failing task seeds: retrieving more than that can surface nothing new."""
+    return max((len(t.initial_conditions.memories) for t in cluster.tasks.values()), default=0)
+
+
 def state_tracking(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
-    memory = base.memory
-    if not memory.enabled or memory.retrieve_top_k < MAX_TOP_K:
-        top_k = min(memory.retrieve_top_k + 2, MAX_TOP_K) if memory.enabled else max(memory.retrieve_top_k, 2)
-        return Draft(SetMemoryPolicy(enabled=True, retrieve_top_k=top_k), f"acted on stale or removed state: recall {top_k} memories")
-    return _instruction(STATE, base, "acted on stale or removed state with memory at its cap")
+    memory, facts = base.memory, _facts(cluster)
+    reachable = min(facts, MAX_TOP_K)
+    top_k = min(max(memory.retrieve_top_k, 2) if not memory.enabled else memory.retrieve_top_k + 2, reachable)
+    change = {
+        "enabled": True if not memory.enabled else None,
+        "seed_from_task": True if not memory.seed_from_task else None,
+        "retrieve_top_k": top_k if top_k > memory.retrieve_top_k else None,
+    }
+    if facts and any(v is not None for v in change.values()) and (memory.enabled or top_k > 0):
+        why = f"acted on stale or removed state: recall {max(top_k, memory.retrieve_top_k)} of up to {facts} memories"
+        return Draft(SetMemoryPolicy(**change), why)  # type: ignore[arg-type]
+    return _instruction(STATE, base, "acted on stale or removed state; more memory would change nothing")
 
 
 def _app_share(cluster: Cluster) -> tuple[str, float] | None:

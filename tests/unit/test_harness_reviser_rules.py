@@ -16,6 +16,7 @@ from consumers.harness_reviser.writer import ModelWriter, clean
 from harness_service.config import HarnessConfig, MemoryPolicy
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.revisions import AddInstruction, AddSkill, EditSkill, SetBudgets, SetMemoryPolicy, apply, skill_notes
+from harness_service.runner.budgets import effective_budgets
 from producers.tasks import build_task_suite
 
 pytestmark = pytest.mark.unit
@@ -66,21 +67,34 @@ def test_instruction_templates_add_their_line_once(category, text):
     assert again is None or again.patch.kind != "add_instruction"  # never repeats what the base already says
 
 
-def test_recovery_raises_the_step_budget_once_the_instruction_is_there():
+def _steps(base: HarnessConfig, tasks: list[TaskSpecified]) -> list[int]:
+    return [effective_budgets(base.budgets, t.budgets).max_steps for t in tasks]
+
+
+def test_recovery_raises_the_step_budget_only_as_far_as_the_tasks_allow():
     base = apply(BASE, AddInstruction(text=rules.RECOVERY))
-    draft = template("recovery", tasks_of(["clock"], 3), base)
+    capped_by_task = tasks_of(["clock"], 3)  # their own budgets allow 20 steps, the harness 30: more cannot bind
+    assert {t.budgets.max_steps for t in capped_by_task} == {20} and template("recovery", capped_by_task, base) is None
+    roomy = tasks_of(["travel"], 3)  # 40 steps allowed
+    draft = template("recovery", roomy, base)
     assert draft is not None and draft.patch == SetBudgets(max_steps=base.budgets.max_steps + 5)
-    capped = base.model_copy(update={"budgets": base.budgets.model_copy(update={"max_steps": rules.MAX_STEPS})})
-    assert template("recovery", tasks_of(["clock"], 3), capped) is None
+    revised = apply(base, draft.patch)
+    assert all(after > before for before, after in zip(_steps(base, roomy), _steps(revised, roomy)))  # it binds
+    assert template("recovery", roomy, revised).patch == SetBudgets(max_steps=40)  # up to the tasks' cap, no further
+    assert template("recovery", roomy, apply(revised, SetBudgets(max_steps=40))) is None
 
 
-def test_state_tracking_changes_the_memory_policy_then_falls_back_to_an_instruction():
-    draft = template("state_tracking", tasks_of(["clock"], 3))
-    assert draft is not None and draft.patch == SetMemoryPolicy(enabled=True, retrieve_top_k=BASE.memory.retrieve_top_k + 2)
+def test_state_tracking_retrieves_more_memories_only_where_tasks_have_them():
+    remembered = tasks_of(["travel"], 3)  # three seeded facts each
+    assert {len(t.initial_conditions.memories) for t in remembered} == {3}
+    assert template("state_tracking", remembered).patch == AddInstruction(text=rules.STATE)  # top-5 already reaches all 3
+    few = BASE.model_copy(update={"memory": MemoryPolicy(retrieve_top_k=1)})
+    assert template("state_tracking", remembered, few).patch == SetMemoryPolicy(retrieve_top_k=3)
     off = BASE.model_copy(update={"memory": MemoryPolicy(enabled=False, retrieve_top_k=0)})
-    assert template("state_tracking", tasks_of(["clock"], 3), off).patch == SetMemoryPolicy(enabled=True, retrieve_top_k=2)
-    full = BASE.model_copy(update={"memory": MemoryPolicy(retrieve_top_k=rules.MAX_TOP_K)})
-    assert template("state_tracking", tasks_of(["clock"], 3), full).patch == AddInstruction(text=rules.STATE)
+    assert template("state_tracking", remembered, off).patch == SetMemoryPolicy(enabled=True, retrieve_top_k=2)
+    unseeded = BASE.model_copy(update={"memory": MemoryPolicy(seed_from_task=False)})
+    assert template("state_tracking", remembered, unseeded).patch == SetMemoryPolicy(seed_from_task=True)
+    assert template("state_tracking", tasks_of(["clock"], 3), off).patch == AddInstruction(text=rules.STATE)  # no facts to recall
 
 
 def test_tool_routing_on_one_app_adds_a_skill_note_naming_tools_of_that_app():
