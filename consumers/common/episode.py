@@ -107,7 +107,8 @@ def ended_in(events: list[Event], ended_id: str) -> bool:
     return any(e.event_id == ended_id for e in events)
 
 
-def _child_id(observation: ObservationReturned) -> str | None:
+def child_episode_id(observation: ObservationReturned) -> str | None:
+    """The sub-agent episode a SubagentResult observation reports on, if it is one."""
     result = observation.result
     if isinstance(result, dict) and result.get("kind") == "subagent_result" and isinstance(result.get("child_episode_id"), str):
         return result["child_episode_id"]
@@ -135,7 +136,7 @@ def rebuild_episode(events: list[Event], ended: EpisodeEnded, events_of: EventsO
     rejections = tuple(Rejection(rejected[i], observations.get(i)) for i in sorted(rejected) if i not in actions)
     subagents = []
     for step in steps:
-        child = _child_id(step.observation) if step.observation is not None else None
+        child = child_episode_id(step.observation) if step.observation is not None else None
         if child is not None:
             subagents.append(SubEpisode(step.number, child, _sub_record(child, events_of, depth) if events_of else None))
     return EpisodeRecord(ended.episode_id, started, steps, ended, tuple(upto), rejections, tuple(subagents))

@@ -7,9 +7,9 @@ from functools import cached_property
 import orjson
 
 from bus_schemas.envelope import Event
-from bus_schemas.events import EpisodeEnded, TaskSpecified
+from bus_schemas.events import EpisodeEnded, EpisodeStarted, ObservationReturned, TaskSpecified
 from bus_schemas.topics import TOPIC_EPISODES, TOPIC_TASKS
-from consumers.common.episode import EpisodeRecord, ended_in, rebuild_episode
+from consumers.common.episode import MAX_SUBAGENT_DEPTH, EpisodeRecord, child_episode_id, ended_in, rebuild_episode
 from consumers.common.log_index import LogIndex
 from infra.bootstrap import Ports
 from producers.backends.base import Evidence
@@ -48,28 +48,39 @@ class Sources:
         assert isinstance(task, TaskSpecified)
         return task
 
-    def episode(self, ended: EpisodeEnded) -> EpisodeRecord:
+    def episode(self, ended: EpisodeEnded, subagents: bool = False) -> EpisodeRecord:
+        """The episode ``ended`` closes; with ``subagents``, its sub-agent episodes rebuilt too."""
         events = self.episodes.lookup(ended.episode_id, lambda evs: ended_in(evs, ended.event_id))
         if not ended_in(events, ended.event_id):
             raise MissingInput(f"episode {ended.episode_id!r} has no EpisodeEnded {ended.event_id} on the log")
-        return rebuild_episode(events, ended, self.subagent_events)
+        return rebuild_episode(events, ended, self.subagent_events if subagents else None)
 
-    def episode_by_id(self, episode_id: str) -> EpisodeRecord:
+    def episode_by_id(self, episode_id: str, subagents: bool = False) -> EpisodeRecord:
         """The episode ending with its last EpisodeEnded (for consumers that react to verdicts)."""
         events = self.episodes.lookup(episode_id, lambda evs: any(isinstance(e, EpisodeEnded) for e in evs))
         ends = [e for e in events if isinstance(e, EpisodeEnded)]
         if not ends:
             raise MissingInput(f"episode {episode_id!r} has not ended on topic {TOPIC_EPISODES!r}")
-        return rebuild_episode(events, ends[0], self.subagent_events)
+        return rebuild_episode(events, ends[0], self.subagent_events if subagents else None)
 
     def subagent_events(self, episode_id: str) -> list[Event]:
         """A sub-agent episode's events ([] when it never ended on the log: its parent is still judged)."""
         return self.episodes.lookup(episode_id, lambda evs: any(isinstance(e, EpisodeEnded) for e in evs))
 
-    def forget_episode(self, episode: EpisodeRecord) -> None:
-        """Drop an episode and its sub-agent episodes from the index once decided."""
-        for _, record in episode.walk():
-            self.episodes.forget(record.episode_id)
+    def release(self, episode_id: str) -> None:
+        """Drop a decided episode and its sub-agent episodes from the index. A sub-agent episode's own verdict
+        releases nothing: its parent, decided later, still reads it (a forgotten key costs a full re-read)."""
+        events = self.episodes.get(episode_id)
+        if any(isinstance(e, EpisodeStarted) and e.parent_episode_id for e in events):
+            return
+        self._forget_tree(episode_id, 0)
+
+    def _forget_tree(self, episode_id: str, depth: int) -> None:
+        for event in self.episodes.get(episode_id) if depth < MAX_SUBAGENT_DEPTH else []:
+            child = child_episode_id(event) if isinstance(event, ObservationReturned) else None
+            if child is not None:
+                self._forget_tree(child, depth + 1)
+        self.episodes.forget(episode_id)
 
     def evidence(self, ended: EpisodeEnded) -> Evidence | None:
         """The backend's evidence (the harness stores it as the final_state blob); None when there is none."""

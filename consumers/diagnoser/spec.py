@@ -24,10 +24,10 @@ class Diagnoser:
         assert isinstance(event, EpisodeVerified)
         sources = self._sources = self._sources or Sources(ports)
         if event.outcome != "failure":
-            sources.episodes.forget(event.episode_id)  # indexed by an earlier catch-up, never needed
+            sources.release(event.episode_id)  # indexed by an earlier catch-up, never needed
             return []
-        episode = sources.episode_by_id(event.episode_id)
-        sources.forget_episode(episode)
+        episode = sources.episode_by_id(event.episode_id, subagents=True)
+        sources.release(event.episode_id)
         return [diagnose(event, sources.task(event.task_id), episode, PRODUCER, self.assist)]
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 from bus_schemas.actions import Action, StateChange, ToolError
+from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Producer
 from bus_schemas.events import (
+    ActionRejected,
     ActionTaken,
     Budgets,
+    ContextBuilt,
     CriterionResult,
     EpisodeEnded,
     EpisodeStarted,
@@ -67,3 +70,31 @@ def verdict(task: TaskSpecified, failed: set[str] | None = None, outcome: str | 
 
 def ids_of(task: TaskSpecified, kind: str) -> set[str]:
     return {c.id for c in task.criteria if c.kind == kind}
+
+
+RAW = BlobRef(sha256="a" * 64, size=10, media_type="text/plain")
+
+
+def episode_events(task: TaskSpecified, turns: list, *, episode_id: str = "ep-1", reason: str = "finished", parent: str | None = None,
+                   context_only: int | None = None) -> list:
+    """The events a harness publishes, steps numbered from 1 with a ContextBuilt each: ``turns`` are (action,
+    observation dict) for a usable output or ("rejected", code) for an unusable one; ``context_only``: a last
+    step whose context got no output (the policy call failed)."""
+    ids = {**IDS, "task_id": task.task_id, "episode_id": episode_id}
+    events = [EpisodeStarted(**ids, backend="sandbox", trust_level="exact", policy_version="p0", harness_version="h0",
+                             seed=1, budgets=Budgets(), parent_episode_id=parent)]
+    for i, (what, ob) in enumerate(turns, start=1):
+        events.append(ContextBuilt(**ids, step=i, context=RAW, token_count=5))
+        if what == "rejected":
+            error = ToolError(code=ob, message=f"Unknown tool 'x.{i}'." if ob == "unknown_tool" else f"{ob} at {i}")
+            events += [ActionRejected(**ids, step=i, raw_output=RAW, error=error, input_tokens=1, output_tokens=1),
+                       ObservationReturned(**ids, step=i, error=error, blob=RAW)]
+        else:
+            events.append(ActionTaken(**ids, step=i, action=what, input_tokens=1, output_tokens=1))
+            if ob is not None:
+                events.append(ObservationReturned(**ids, step=i, **ob))
+    if context_only is not None:
+        events.append(ContextBuilt(**ids, step=context_only, context=RAW, token_count=5))
+    events.append(EpisodeEnded(**ids, reason=reason, steps=len(turns), input_tokens=1, output_tokens=1, tool_calls=0,
+                               wall_time_s=1.0, answer=getattr(turns[-1][0], "answer", None) if turns else None))
+    return events

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from bus_schemas.actions import Finish, StateChange, SubagentSpawn, ToolCall, ToolError
-from bus_schemas.blob_ref import BlobRef
-from bus_schemas.events import ActionRejected, ActionTaken, Budgets, ContextBuilt, EpisodeEnded, EpisodeStarted, ObservationReturned
+from bus_schemas.actions import Finish, StateChange, SubagentSpawn, ToolCall
 from consumers.common.episode import rebuild_episode
 from consumers.diagnoser.handler import diagnose
 from consumers.diagnoser.rules import RULES, findings
-from consumer_factory import IDS, P, episode, ids_of, obs, task_with, verdict
+from consumer_factory import P, episode, episode_events, ids_of, obs, task_with, verdict
 
 pytestmark = pytest.mark.unit
 
@@ -111,31 +109,6 @@ def test_every_label_of_the_taxonomy_has_a_rule():
 
 # --- every step event: rejected outputs, contexts without output, sub-agent episodes ---------------------------
 
-RAW = BlobRef(sha256="a" * 64, size=10, media_type="text/plain")
-
-
-def _events(task, turns, *, episode_id="ep-1", reason="finished", parent=None, context_only=None):
-    """``turns``: (action, observation dict) for a usable output or ("rejected", code) for an unusable one."""
-    ids = {**IDS, "task_id": task.task_id, "episode_id": episode_id}
-    events = [EpisodeStarted(**ids, backend="sandbox", trust_level="exact", policy_version="p0", harness_version="h0",
-                             seed=1, budgets=Budgets(), parent_episode_id=parent)]
-    for i, (what, ob) in enumerate(turns, start=1):
-        events.append(ContextBuilt(**ids, step=i, context=RAW, token_count=5))
-        if what == "rejected":
-            error = ToolError(code=ob, message=f"Unknown tool 'x.{i}'." if ob == "unknown_tool" else f"{ob} at {i}")
-            events += [ActionRejected(**ids, step=i, raw_output=RAW, error=error, input_tokens=1, output_tokens=1),
-                       ObservationReturned(**ids, step=i, error=error, blob=RAW)]
-        else:
-            events.append(ActionTaken(**ids, step=i, action=what, input_tokens=1, output_tokens=1))
-            if ob is not None:
-                events.append(ObservationReturned(**ids, step=i, **ob))
-    if context_only is not None:
-        events.append(ContextBuilt(**ids, step=context_only, context=RAW, token_count=5))
-    events.append(EpisodeEnded(**ids, reason=reason, steps=len(turns), input_tokens=1, output_tokens=1, tool_calls=0,
-                               wall_time_s=1.0, answer=getattr(turns[-1][0], "answer", None) if turns else None))
-    return events
-
-
 def _rebuilt(events, children=()):
     by_id = {}
     for e in [*events, *[c for child in children for c in child]]:
@@ -145,7 +118,7 @@ def _rebuilt(events, children=()):
 
 def test_rejected_outputs_are_part_of_the_rebuilt_episode():
     task = _state_task()
-    ep = _rebuilt(_events(task, [("rejected", "parse_error"), (_call(task), obs(result=[])), (Finish(), None)]))
+    ep = _rebuilt(episode_events(task, [("rejected", "parse_error"), (_call(task), obs(result=[])), (Finish(), None)]))
     assert [type(t).__name__ for t in ep.turns] == ["Rejection", "Step", "Step"]
     assert ep.rejections[0].code == "parse_error" and ep.rejections[0].observation is not None
     assert [o.step for o in ep.observations] == [2]  # feedback to rejected outputs stays with the rejection
@@ -153,7 +126,7 @@ def test_rejected_outputs_are_part_of_the_rebuilt_episode():
 
 def test_running_out_of_valid_outputs_is_invalid_output_not_environment_error():
     task = _state_task()
-    ep = _rebuilt(_events(task, [("rejected", "parse_error"), ("rejected", "invalid_argument"), ("rejected", "parse_error")], reason="error"))
+    ep = _rebuilt(episode_events(task, [("rejected", "parse_error"), ("rejected", "invalid_argument"), ("rejected", "parse_error")], reason="error"))
     d = diagnose(verdict(task, ids_of(task, "state")), task, ep, P)
     assert (d.attribution, d.step) == ("invalid_output", 1)
     assert "environment_error" not in d.secondary and "argument_grounding" in d.secondary
@@ -162,29 +135,29 @@ def test_running_out_of_valid_outputs_is_invalid_output_not_environment_error():
 
 def test_a_failed_inference_call_is_environment_error():
     task = _state_task()
-    ep = _rebuilt(_events(task, [(_call(task), obs(result=[]))], reason="error", context_only=2))
+    ep = _rebuilt(episode_events(task, [(_call(task), obs(result=[]))], reason="error", context_only=2))
     d = diagnose(verdict(task, ids_of(task, "state")), task, ep, P)
     assert (d.attribution, d.step) == ("environment_error", 2) and "inference endpoint" in d.explanation
 
 
 def test_a_stray_rejected_output_is_not_the_cause():
     task = _state_task()
-    ep = _rebuilt(_events(task, [("rejected", "parse_error"), (_call(task), obs(result=[])), (Finish(), None)]))
+    ep = _rebuilt(episode_events(task, [("rejected", "parse_error"), (_call(task), obs(result=[])), (Finish(), None)]))
     assert [f.label for f in findings(task, ep, verdict(task, ids_of(task, "state")))] == ["premature_termination"]
 
 
 def test_an_invented_tool_name_is_tool_routing_evidence():
     task = _state_task()
-    ep = _rebuilt(_events(task, [("rejected", "unknown_tool"), (Finish(), None)]))
+    ep = _rebuilt(episode_events(task, [("rejected", "unknown_tool"), (Finish(), None)]))
     first = findings(task, ep, verdict(task, ids_of(task, "state")))[0]
     assert (first.label, first.step) == ("tool_routing", 1) and "x.1" in first.explanation
 
 
 def test_a_fault_inside_a_sub_agent_is_blamed_on_the_spawning_step():
     task = _state_task()
-    child = _events(task, [(_call(task), obs(error="internal")), (Finish(answer="no"), None)], episode_id="child-0001", parent="ep-1")
+    child = episode_events(task, [(_call(task), obs(error="internal")), (Finish(answer="no"), None)], episode_id="child-0001", parent="ep-1")
     result = {"kind": "subagent_result", "child_episode_id": "child-0001", "summary": "no", "success": True}
-    parent = _events(task, [(SubagentSpawn(goal="look it up"), obs(result=result)), (Finish(), None)])
+    parent = episode_events(task, [(SubagentSpawn(goal="look it up"), obs(result=result)), (Finish(), None)])
     ep = _rebuilt(parent, [child])
     assert [s.episode_id for s in ep.subagents] == ["child-0001"] and ep.subagents[0].record is not None
     d = diagnose(verdict(task, ids_of(task, "state")), task, ep, P)
@@ -194,7 +167,7 @@ def test_a_fault_inside_a_sub_agent_is_blamed_on_the_spawning_step():
 def test_a_sub_agent_missing_from_the_log_leaves_the_parent_judgeable():
     task = _state_task()
     result = {"kind": "subagent_result", "child_episode_id": "gone", "summary": "", "success": False}
-    ep = _rebuilt(_events(task, [(SubagentSpawn(goal="x"), obs(result=result)), (Finish(), None)]))
+    ep = _rebuilt(episode_events(task, [(SubagentSpawn(goal="x"), obs(result=result)), (Finish(), None)]))
     assert ep.subagents[0].record is None
     assert diagnose(verdict(task, ids_of(task, "state")), task, ep, P).attribution == "premature_termination"
 
