@@ -1,7 +1,12 @@
-"""FastAPI wiring: ``POST /v1/episodes`` streams an episode's events as NDJSON; ``GET /healthz``; bearer auth."""
+"""FastAPI wiring: ``POST /v1/episodes`` streams an episode's events as NDJSON; ``GET /healthz``; bearer auth.
+
+Limits (``harness_service.http.limits``): body size and token checked before the body is read, a bounded
+pool of running episodes (503 + Retry-After beyond it), and episodes cancelled when their client goes away.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,8 +18,9 @@ from bus_schemas.envelope import Event
 from bus_schemas.events.tasks import BackendKind
 from harness_service.config import HarnessConfig
 from harness_service.http.auth import bearer_guard
+from harness_service.http.limits import EpisodeSlots, RequestLimits, install
 from harness_service.http.requests import EpisodeRequest, PolicyChoice, adhoc_task
-from harness_service.http.streaming import stream_events
+from harness_service.http.streaming import CancellablePolicy, stream_events
 from harness_service.live_config import LiveConfig
 from harness_service.memory.store import MemoryStore
 from harness_service.policy.base import Policy
@@ -52,6 +58,7 @@ class ServiceDeps:
     allow_scripted: bool = True
     adhoc_max_tools: int = 24
     """A free goal is offered this many tools, the best BM25 matches of the goal."""
+    limits: RequestLimits = field(default_factory=RequestLimits)
 
 
 def _no_events(event: Event) -> None:
@@ -76,14 +83,16 @@ def _memory(deps: ServiceDeps, user_id: str) -> MemoryStore:
 def create_app(deps: ServiceDeps) -> FastAPI:
     """The service; OpenAPI at ``/openapi.json``."""
     app = FastAPI(title="planner-flywheel harness", version=PRODUCER.version)
-    authorised = [Depends(bearer_guard(deps.token))]
+    install(app, token=deps.token, limits=deps.limits)
+    authorised = [Depends(bearer_guard(deps.token))]  # checked first by the guard middleware; kept for OpenAPI
+    slots = EpisodeSlots(deps.limits)
 
     @app.get("/healthz")
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:  # async: answers even when every worker thread is busy
         return {"status": "ok", "harness": deps.config.version}
 
     @app.post("/v1/episodes", dependencies=authorised, response_class=StreamingResponse)
-    def run(request: EpisodeRequest) -> StreamingResponse:
+    async def run(request: EpisodeRequest) -> StreamingResponse:
         """Run one episode and stream its events, one JSON object per line, as they happen."""
         entry = deps.backends.get(request.backend)
         if entry is None:
@@ -97,10 +106,13 @@ def create_app(deps: ServiceDeps) -> FastAPI:
             tools = select_tools(goal, entry.tools, deps.adhoc_max_tools)
             task = adhoc_task(goal, tools, entry.kind, PRODUCER, request.run_id)
         config, version = deps.config.current()
+        cancelled = threading.Event()
         try:
-            harness = Harness(config, policy, deps.blobs, _no_events, deps.skills, version_label=version)
+            harness = Harness(config, CancellablePolicy(policy, cancelled), deps.blobs, _no_events, deps.skills,
+                              version_label=version)
         except ValueError as exc:  # e.g. a config pinned to another skill library
             raise HTTPException(status_code=409, detail=str(exc)) from exc
+        slots.take()  # 503 when the pool is full; given back when the episode thread ends
 
         def episode(sink: EventSink) -> None:
             backend, memory = entry.make(), _memory(deps, request.user_id)
@@ -112,6 +124,7 @@ def create_app(deps: ServiceDeps) -> FastAPI:
                 backend.close()
                 memory.close()
 
-        return StreamingResponse(stream_events(episode, deps.publish), media_type=NDJSON)
+        stream = stream_events(episode, deps.publish, cancelled=cancelled, finished=slots.give_back)
+        return StreamingResponse(stream, media_type=NDJSON)
 
     return app

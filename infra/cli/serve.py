@@ -19,7 +19,7 @@ def serve() -> None:
 @app.command()
 def harness(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8321,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8321,
     token_env: Annotated[
         str, typer.Option(help="Environment variable holding the bearer token.")
     ] = "FLYWHEEL_HARNESS_TOKEN",
@@ -32,12 +32,18 @@ def harness(
         str, typer.Option(help="Environment variable holding the policy API key.")
     ] = "FLYWHEEL_POLICY_KEY",
     publish: Annotated[bool, typer.Option(help="Also publish every event to the bus (FLYWHEEL_BUS).")] = True,
+    max_episodes: Annotated[int, typer.Option(min=1, help="Episodes run at once; beyond it a request gets 503 + Retry-After.")] = 8,
+    max_body_bytes: Annotated[int, typer.Option(min=1024, help="Largest request body accepted (413 above, checked before reading).")] = 1024 * 1024,
+    limit_concurrency: Annotated[int, typer.Option(min=1, help="Connections plus requests the server holds; 503 beyond.")] = 64,
+    header_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a client has to send its request headers.")] = 10.0,
 ) -> None:
     """Serve ``POST /v1/episodes`` (bearer auth) and ``GET /healthz``; OpenAPI at ``/docs``."""
     import uvicorn
 
     from harness_service.config import HarnessConfig
     from harness_service.http.app import BackendEntry, ServiceDeps, create_app
+    from harness_service.http.limits import RequestLimits
+    from harness_service.http.server import ServerLimits, server_config
     from harness_service.live_config import LiveConfig
     from harness_service.policy.openai_http import OpenAICompatiblePolicy, OpenAIPolicyConfig
     from harness_service.skills.library import SkillLibrary
@@ -72,5 +78,7 @@ def harness(
         publish=publisher,
         skills=SkillLibrary.from_dir(skills or SKILLS_DIR),
         memory_dir=memory_dir,
+        limits=RequestLimits(max_body_bytes=max_body_bytes, max_episodes=max_episodes),
     )
-    uvicorn.run(create_app(deps), host=host, port=port)
+    limits = ServerLimits(limit_concurrency=limit_concurrency, header_timeout_s=header_timeout)
+    uvicorn.Server(server_config(create_app(deps), host, port, limits)).run()
