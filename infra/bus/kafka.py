@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka import TopicPartition as AioTopicPartition
 from aiokafka.errors import KafkaError as AioKafkaError
 from kafka import KafkaAdminClient
@@ -23,6 +23,7 @@ from kafka.errors import KafkaConfigurationError, KafkaError, TopicAlreadyExists
 from infra.bus.aio_loop import LoopThread
 from infra.bus.client_logs import throttle_client_logs
 from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
+from infra.bus.kafka_fencing import TRANSACTION_TIMEOUT_MS, PartitionProducers
 from infra.bus.records import (
     OutgoingRecord,
     PartitionLag,
@@ -36,7 +37,6 @@ from infra.bus.records import (
 throttle_client_logs()
 
 _PAGE = 5000
-TRANSACTION_TIMEOUT_MS = 10_000
 # aiokafka validates records with assertions (unknown partition, oversized value) before sending.
 _SEND_ERRORS = (AioKafkaError, AssertionError, ValueError)
 # What stopping a client can raise when its broker is already gone.
@@ -250,14 +250,34 @@ class KafkaBus:
             self._loop.stop()
 
 
+class _ClaimOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Fence the previous owners of newly assigned partitions before reading them (``infra.bus.kafka_fencing``)."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, producers: PartitionProducers) -> None:
+        self.consumer = consumer
+        self.producers = producers
+
+    async def on_partitions_revoked(self, revoked) -> None:  # noqa: ANN001 - aiokafka's set of partitions
+        await self.producers.release(revoked)
+
+    async def on_partitions_assigned(self, assigned) -> None:  # noqa: ANN001
+        await self.producers.claim(self.consumer, assigned)
+
+
 class KafkaGroupConsumer:
-    """A consumer-group member on Kafka: no auto-commit; commit only what was handled."""
+    """A consumer-group member on Kafka: no auto-commit; commit only what was handled.
+
+    ``publish_and_commit`` of records from one partition (what the consumer runtime does) runs in the fenced
+    transaction of that partition's producer; a commit spanning several partitions uses the member's own
+    transactional producer, atomic but not fenced against a zombie member.
+    """
 
     def __init__(self, bus: KafkaBus, group: str, topics: list[str]) -> None:
         self.group = group
         self._bus = bus
         self._loop = bus._loop
         self._tx_producer: AIOKafkaProducer | None = None
+        self._producers = PartitionProducers(bus.bootstrap, group, client_id=bus.client_id)
         self._polled: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._closed = False
@@ -265,7 +285,6 @@ class KafkaGroupConsumer:
 
     async def _start(self, bus: KafkaBus, topics: list[str]) -> AIOKafkaConsumer:
         consumer = AIOKafkaConsumer(
-            *topics,
             bootstrap_servers=bus.bootstrap,
             client_id=bus.client_id,
             group_id=self.group,
@@ -275,6 +294,7 @@ class KafkaGroupConsumer:
             heartbeat_interval_ms=max(500, int(bus.session_timeout_s * 1000) // 4),
             isolation_level="read_committed",
         )
+        consumer.subscribe(topics, listener=_ClaimOnAssign(consumer, self._producers))
         await consumer.start()
         return consumer
 
@@ -306,11 +326,19 @@ class KafkaGroupConsumer:
                 await producer.send_offsets_to_transaction(offsets, self.group)
         return [f.result() for f in futures]
 
+    async def _fenced_transact(self, outputs: Sequence[OutgoingRecord], tp: AioTopicPartition, offset: int) -> list:
+        await self._producers.recover(self._consumer, tp)
+        return await self._producers.commit(tp, outputs, offset)
+
     def publish_and_commit(self, outputs: Sequence[OutgoingRecord], consumed: Iterable[Record]) -> list[Published]:
         done = next_offsets(consumed)
         offsets = {AioTopicPartition(tp.topic, tp.partition): off for tp, off in done.items()}
         try:
-            metas = self._loop.run(self._transact(outputs, offsets))
+            if len(offsets) == 1:
+                ((tp, offset),) = offsets.items()
+                metas = self._loop.run(self._fenced_transact(outputs, tp, offset))
+            else:
+                metas = self._loop.run(self._transact(outputs, offsets))
         except _SEND_ERRORS as exc:
             raise BusWriteError(f"transaction of group {self.group!r} on {self._bus.url} failed: {exc!r}") from exc
         self._mark_committed(done)
@@ -378,6 +406,7 @@ class KafkaGroupConsumer:
         try:
             if self._tx_producer is not None:
                 self._loop.run(self._tx_producer.stop(), 30)
+            self._loop.run(self._producers.close(), 30)
             self._loop.run(self._consumer.stop(), 30)
         except _CLOSE_ERRORS:
             pass  # the broker is gone: there is no group left to leave

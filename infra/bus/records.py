@@ -80,3 +80,15 @@ def next_offsets(records: Iterable[Record]) -> dict[TopicPartition, int]:
         if rec.offset >= highest.get(key, -1):
             highest[key] = rec.offset
     return {TopicPartition(topic, part): off + 1 for (topic, part), off in highest.items()}
+
+
+def by_partition(records: Iterable[Record]) -> dict[tuple[str, int], list[Record]]:
+    """``records`` grouped by (topic, partition), each group in its polled order.
+
+    Consumers make each partition's outputs durable in a transaction of its own, so that on Kafka a member
+    that lost the partition (a zombie) is fenced by the new owner's producer for that same partition.
+    """
+    groups: dict[tuple[str, int], list[Record]] = {}
+    for rec in records:
+        groups.setdefault((rec.topic, rec.partition), []).append(rec)
+    return groups

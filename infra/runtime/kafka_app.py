@@ -1,10 +1,12 @@
 """A consumer as a FastStream app on Kafka: FastStream owns the subscription, lifecycle, signals and logs.
 
 Each polled batch goes through the same :class:`BatchHandler` as the port runner (decode, dedupe by
-event id, bounded retries, dead letters). Its outputs and the batch's offsets are then written in one
-Kafka transaction (``send_offsets_to_transaction``), so after a crash either both are visible to
-``read_committed`` readers or neither is. FastStream's own acking is off (``AckPolicy.MANUAL``): the
-transaction is the commit; a batch that could not be made durable is rewound (``nack``) and redelivered.
+event id, bounded retries, dead letters), one input partition at a time. A partition's outputs and offsets
+are then written in one Kafka transaction (``send_offsets_to_transaction``) of that partition's producer,
+so after a crash either both are visible to ``read_committed`` readers or neither is, and a member that
+lost the partition while paused is fenced (``infra.bus.kafka_fencing``). FastStream's own acking is off
+(``AckPolicy.MANUAL``): the transaction is the commit; a batch that could not be made durable is rewound
+(``nack``) and redelivered.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +21,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka import TopicPartition as AioTopicPartition
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
-from infra.bus.kafka import TRANSACTION_TIMEOUT_MS
-from infra.bus.records import OutgoingRecord, Record, next_offsets
+from infra.bus.kafka_fencing import PartitionProducers
+from infra.bus.records import OutgoingRecord, Record
 from infra.runtime.batch import BatchHandler, RunStats
 from infra.runtime.spec import ConsumerSpec
 
@@ -57,15 +58,19 @@ class KafkaTarget:
 
 
 class _FinishBatchOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Hold a rebalance until the batch in flight is committed, so no partition is handled twice."""
+    """Hold a rebalance until the batch in flight is committed; claim (fence) newly assigned partitions."""
 
     def __init__(self, app: FastStreamConsumer) -> None:
         self.app = app
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
         await self.app.quiescent()
+        await self.app.producers.release(revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
+        consumer = self.app.subscriber.consumer
+        if consumer is not None:
+            await self.app.producers.claim(consumer, assigned)
         self.app.markers_dirty = True
 
 
@@ -94,7 +99,7 @@ class FastStreamConsumer:
         )
         self.markers_dirty = True
         self._in_flight = False
-        self._producer: AIOKafkaProducer | None = None
+        self.producers = PartitionProducers(target.bootstrap, self.group, client_id=f"flywheel-{spec.name}")
         self._reader: AIOKafkaConsumer | None = None
         self._lock = asyncio.Lock()  # one transaction or offset move at a time
         self._last_activity = time.monotonic()
@@ -119,7 +124,7 @@ class FastStreamConsumer:
         )
         self.subscriber(self._on_batch)
         self.app = FastStream(
-            self.broker, logger=log, on_startup=[self._start_producer], after_startup=[self._started],
+            self.broker, logger=log, after_startup=[self._started],
             on_shutdown=[self._stop_watcher], after_shutdown=[self._stop_clients],
         )
 
@@ -139,23 +144,29 @@ class FastStreamConsumer:
 
     async def _on_batch(self, message: KafkaMessage) -> None:
         raw = message.raw_message
-        records = [self._record(m) for m in (raw if isinstance(raw, tuple) else (raw,))]
-        if not records:
+        messages = raw if isinstance(raw, tuple) else (raw,)
+        if not messages:
             return
+        by_partition: dict[AioTopicPartition, list[Any]] = {}
+        for m in messages:
+            by_partition.setdefault(AioTopicPartition(m.topic, m.partition), []).append(m)
         self._last_activity = time.monotonic()
         self._in_flight = True
         try:
-            result = await anyio.to_thread.run_sync(self.batches.handle, records)
-            await self.publish_and_commit(result.outputs, records)
+            for tp, part in by_partition.items():
+                records = [self._record(m) for m in part]
+                result = await anyio.to_thread.run_sync(self.batches.handle, records)
+                await self.publish_and_commit(tp, result.outputs, records)
+                await anyio.to_thread.run_sync(self.batches.done, result)
         except Exception:
-            log.exception("%s: batch of %d records not committed; rewinding for redelivery", self.spec.name, len(records))
+            log.exception("%s: batch of %d records not committed; rewinding for redelivery", self.spec.name,
+                          len(messages))
             await message.nack()
             await asyncio.sleep(FAILURE_BACKOFF_S)
             return
         finally:
             self._in_flight = False
             self._last_activity = time.monotonic()
-        await anyio.to_thread.run_sync(self.batches.done, result)
         self.markers_dirty = True
 
     def _record(self, msg: Any) -> Record:
@@ -163,21 +174,17 @@ class FastStreamConsumer:
         return Record(msg.topic.removeprefix(self.target.prefix), msg.partition, msg.offset, msg.key, msg.value,
                       msg.timestamp, tuple(headers) if headers else ())
 
-    async def publish_and_commit(self, outputs: Sequence[OutgoingRecord], consumed: Sequence[Record]) -> None:
-        """Outputs and the consumed offsets in one transaction: both become visible, or neither."""
+    async def publish_and_commit(
+        self, tp: AioTopicPartition, outputs: Sequence[OutgoingRecord], consumed: Sequence[Record]
+    ) -> None:
+        """Outputs and the offset past ``consumed`` (all of partition ``tp``) in one transaction of ``tp``'s
+        producer: both become visible, or neither; a fenced member's transaction never does."""
         prefix = self.target.prefix
-        offsets = {AioTopicPartition(prefix + tp.topic, tp.partition): off for tp, off in next_offsets(consumed).items()}
         async with self._lock:
-            producer = await self._transactional()
-            try:
-                async with producer.transaction():
-                    for r in outputs:
-                        await producer.send(prefix + r.topic, value=r.value, key=r.key, headers=list(r.headers),
-                                            partition=r.partition)
-                    await producer.send_offsets_to_transaction(offsets, self.group)
-            except BaseException:
-                await self._stop_producer()  # a fresh producer (and transactional id) for the retry
-                raise
+            consumer = self.subscriber.consumer
+            if consumer is not None:
+                await self.producers.recover(consumer, tp)
+            await self.producers.commit(tp, outputs, consumed[-1].offset + 1, topic_name=lambda t: prefix + t)
 
     async def quiescent(self) -> None:
         """Wait until no batch is being handled (the rebalance listener calls this)."""
@@ -186,31 +193,8 @@ class FastStreamConsumer:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def _transactional(self) -> AIOKafkaProducer:
-        if self._producer is None:
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.target.bootstrap,
-                client_id=f"flywheel-{self.spec.name}",
-                transactional_id=f"{self.group}-{uuid.uuid4().hex[:12]}",
-                enable_idempotence=True,
-                acks="all",
-                linger_ms=5,
-                transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
-            )
-            await producer.start()
-            self._producer = producer
-        return self._producer
-
-    async def _start_producer(self) -> None:
-        await self._transactional()
-
-    async def _stop_producer(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            await producer.stop()
-
     async def _stop_clients(self) -> None:
-        await self._stop_producer()
+        await self.producers.close()
         reader, self._reader = self._reader, None
         if reader is not None:
             await reader.stop()

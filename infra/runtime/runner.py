@@ -9,7 +9,7 @@ from pathlib import Path
 
 from infra.bootstrap import Ports
 from infra.bus.port import GroupConsumer
-from infra.bus.records import Record
+from infra.bus.records import Record, by_partition
 from infra.runtime.batch import BatchHandler, RunStats
 from infra.runtime.spec import ConsumerSpec
 
@@ -67,9 +67,11 @@ class ConsumerRunner:
         return len(records)
 
     def handle_batch(self, records: list[Record]) -> None:
-        result = self.batches.handle(records)
-        self.consumer.publish_and_commit(result.outputs, records)
-        self.batches.done(result)
+        """One transaction per partition: on Kafka each is fenced against a zombie owner of that partition."""
+        for part in by_partition(records).values():
+            result = self.batches.handle(part)
+            self.consumer.publish_and_commit(result.outputs, part)
+            self.batches.done(result)
 
     def close(self) -> None:
         if self._consumer is not None:

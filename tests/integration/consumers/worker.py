@@ -1,6 +1,8 @@
 """Child process of the crash test: run a consumer as `flywheel consume` does (FastStream on Kafka, the port
-runner on the embedded log); with ``crash``, SIGKILL itself after handling, before the commit."""
+runner on the embedded log); with ``crash``, SIGKILL itself after handling, before the commit; with ``pause``,
+SIGSTOP itself once at that point (a zombie, for the fencing test)."""
 
+import inspect
 import os
 import signal
 import sys
@@ -13,7 +15,7 @@ settings, ports = open_worker_ports({"bus": bus, "blobs": blobs, "registry": reg
 worker = build_worker(name, settings, ports, Path(state_dir), float(os.environ.get("IDLE_EXIT_S", "4")))
 print(f"worker {type(worker).__name__}", flush=True)
 if mode == "crash":
-    def die(outputs, consumed):  # the handler ran and its outputs are ready: die before they are durable
+    def die(*outputs_and_consumed):  # the handler ran and its outputs are ready: die before they are durable
         print(f"handled {worker.stats.handled}, dying before commit", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -22,6 +24,28 @@ if mode == "crash":
         committer.consumer.publish_and_commit = die
     else:
         worker.publish_and_commit = die
+if mode == "pause":  # a zombie: stop itself (SIGSTOP) once, with a batch handled but not yet committed
+    committer = getattr(worker, "runner", None)
+    target = committer.consumer if committer is not None else worker
+    original = target.publish_and_commit
+    paused: list[bool] = []
+
+    def pause_once() -> None:
+        if not paused:
+            paused.append(True)
+            print(f"handled {worker.stats.handled}, pausing before commit", flush=True)
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    if inspect.iscoroutinefunction(original):
+        async def paused_commit(*args):
+            pause_once()
+            return await original(*args)
+    else:
+        def paused_commit(*args):
+            pause_once()
+            return original(*args)
+
+    target.publish_and_commit = paused_commit
 worker.run()
 print(f"stats {worker.stats}", flush=True)
 ports.close()
