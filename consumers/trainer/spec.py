@@ -26,6 +26,8 @@ NAME = "trainer"
 VERSION = "0.1.0"
 PRODUCER = Producer(service=NAME, version=VERSION)
 CONFIG_ENV = "FLYWHEEL_LEARNER_CONFIG"
+MAX_TRAINING_S = 6 * 3600.0
+"""A training request may run this long without the trainer losing its group membership on Kafka."""
 log = logging.getLogger("flywheel.trainer")
 
 Progress = Callable[[int, int], None]
@@ -88,4 +90,5 @@ class Trainer:
 
 
 def build(config=None, progress: Progress | None = None, pump: Callable[[], int] | None = None) -> ConsumerSpec:  # noqa: ANN001
-    return ConsumerSpec(NAME, (TOPIC_MODELS,), Trainer(config, progress, pump).handle, frozenset({"TrainingRequested"}), VERSION)
+    return ConsumerSpec(NAME, (TOPIC_MODELS,), Trainer(config, progress, pump).handle, frozenset({"TrainingRequested"}), VERSION,
+                        max_handle_s=MAX_TRAINING_S)

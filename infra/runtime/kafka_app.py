@@ -119,6 +119,7 @@ class FastStreamConsumer:
             isolation_level="read_committed",
             session_timeout_ms=session_ms,
             heartbeat_interval_ms=max(500, session_ms // 4),
+            max_poll_interval_ms=int(spec.max_handle_s * 1000),
             ack_policy=AckPolicy.MANUAL,
             listener=_FinishBatchOnRevoke(self),
         )

@@ -21,6 +21,10 @@ class ConsumerSpec:
     version: str = "0.1.0"
     # Called before each batch is handled (e.g. to mark a cached view of the log stale); None = nothing.
     on_batch: Callable[[], None] | None = None
+    # The longest a polled batch may take to handle. On Kafka the member's max.poll.interval is sized from it:
+    # a member that does not poll within that interval leaves its group, and its partitions (with the request
+    # it is still working on) go to another member. Long work (training) sets it explicitly.
+    max_handle_s: float = 300.0
 
     @property
     def group(self) -> str:
