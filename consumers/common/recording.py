@@ -9,6 +9,7 @@ from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import ActionTaken, Budgets, EpisodeEnded, EpisodeStarted, ObservationReturned, TaskSpecified
 from infra.blobs.port import BlobStore
 from producers.backends.base import Observation
+from producers.backends.evidence import store_evidence
 from producers.backends.sandbox.backend import SandboxBackend
 from producers.tasks.runner import load_skill, recall
 
@@ -53,7 +54,7 @@ def record_episode(
         if obs is not None:
             events.append(ObservationReturned(**ids, step=step, result=None if obs.error else obs.result, error=obs.error,
                                               changes=list(obs.changes), flags=list(obs.flags)))
-    evidence = blobs.put(backend.evidence().model_dump_json().encode(), EVIDENCE_MEDIA_TYPE)
+    evidence = store_evidence(blobs, backend.evidence())
     steps = sum(isinstance(e, ActionTaken) for e in events)
     events.append(EpisodeEnded(**ids, reason="finished" if answer is not None else "budget_exhausted", steps=steps,
                                input_tokens=10 * steps, output_tokens=5 * steps, tool_calls=steps, wall_time_s=0.1,

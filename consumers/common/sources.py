@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from functools import cached_property
 
-import orjson
-
 from bus_schemas.envelope import Event
 from bus_schemas.events import EpisodeEnded, EpisodeStarted, ObservationReturned, TaskSpecified
 from bus_schemas.topics import TOPIC_EPISODES, TOPIC_TASKS
@@ -13,6 +11,7 @@ from consumers.common.episode import MAX_SUBAGENT_DEPTH, EpisodeRecord, child_ep
 from consumers.common.log_index import LogIndex
 from infra.bootstrap import Ports
 from producers.backends.base import Evidence
+from producers.backends.evidence import LeanEvidence, decode_evidence
 
 
 class MissingInput(LookupError):
@@ -82,11 +81,13 @@ class Sources:
                 self._forget_tree(child, depth + 1)
         self.episodes.forget(episode_id)
 
-    def evidence(self, ended: EpisodeEnded) -> Evidence | None:
-        """The backend's evidence (the harness stores it as the final_state blob); None when there is none."""
+    def evidence(self, ended: EpisodeEnded) -> Evidence | LeanEvidence | None:
+        """The backend's evidence (the harness stores it as the final_state blob), either wire version; None when
+        there is none. Lean (v2) evidence fetches its initial state only when a criterion reads it."""
         if ended.final_state is None:
             return None
-        data = orjson.loads(self.ports.blobs.get(ended.final_state))  # content-addressed, so the bytes are the harness's
-        if not isinstance(data, dict) or not {"backend", "initial_state", "final_state"} <= data.keys() or data.keys() - Evidence.model_fields.keys():
-            raise ValueError(f"blob {ended.final_state.sha256[:12]} is not backend evidence")
-        return Evidence.model_construct(**data)  # plain JSON already: skip re-validating every state value
+        data = self.ports.blobs.get(ended.final_state)  # content-addressed, so the bytes are the harness's
+        try:
+            return decode_evidence(data, self.ports.blobs)
+        except ValueError as exc:
+            raise ValueError(f"blob {ended.final_state.sha256[:12]} is not backend evidence: {exc}"[:2000]) from exc

@@ -8,11 +8,12 @@ from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Producer, correlate
 from bus_schemas.events import CriterionResult, EpisodeEnded, EpisodeVerified, TaskSpecified
 from producers.backends.base import Evidence
+from producers.backends.evidence import LeanEvidence
 from producers.backends.sandbox.verify import VerificationResult
 from producers.backends.sandbox.verify import verify as verify_sandbox
 
 VERSION = "0.2.0"  # 0.2.0: answers must commit to one value (verify.check_answer)
-Check = Callable[[TaskSpecified, Evidence, str], VerificationResult]
+Check = Callable[[TaskSpecified, Evidence | LeanEvidence, str], VerificationResult]
 
 CHECKS: dict[str, Check] = {"sandbox": verify_sandbox, "llm_sim": verify_sandbox}
 """Backends whose evidence is (initial state, final state, calls) JSON judge with the state-based checks."""
@@ -26,7 +27,7 @@ def _unjudged(ended: EpisodeEnded, task: TaskSpecified, producer: Producer, why:
     )
 
 
-def judge(ended: EpisodeEnded, task: TaskSpecified, backend: str, evidence: Evidence | None, producer: Producer) -> EpisodeVerified:
+def judge(ended: EpisodeEnded, task: TaskSpecified, backend: str, evidence: Evidence | LeanEvidence | None, producer: Producer) -> EpisodeVerified:
     """Success only when every criterion passes; ``error`` when the episode cannot be judged at all."""
     refs = [ended.final_state] if ended.final_state is not None else []
     check = CHECKS.get(backend)

@@ -52,6 +52,7 @@ from harness_service.skills.library import SkillLibrary
 from harness_service.skills.skill import Skill
 from harness_service.tools.selection import select_tools, step_tools
 from producers.backends.base import Backend, Observation, ToolSpec
+from producers.backends.evidence import store_evidence
 
 RAW_OUTPUT_MEDIA_TYPE = "text/plain; charset=utf-8"
 EVIDENCE_MEDIA_TYPE = "application/vnd.flywheel.evidence+json"
@@ -389,7 +390,7 @@ class _Episode:
         final_state = None
         if self.parent is None:
             try:
-                final_state = self.h.blobs.put(self.backend.evidence().model_dump_json().encode(), EVIDENCE_MEDIA_TYPE)
+                final_state = store_evidence(self.h.blobs, self.backend.evidence())  # lean: initial state by address + delta
             except Exception:  # no evidence (e.g. reset failed): the verifier sees final_state=None
                 final_state = None
         # Totals include every sub-agent (and theirs, already rolled up): what the episode cost, for CARE.

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bus_schemas.blob_ref import BlobRef
+from bus_schemas.evidence import EVIDENCE_MEDIA_TYPE, referenced_blobs
 from infra.blobs.errors import BlobStoreError
 from infra.blobs.port import BlobStore
 
@@ -27,12 +28,21 @@ def blob_refs(value: Any) -> Iterator[BlobRef]:
             yield from blob_refs(item)
 
 
-def check_blob(blobs: BlobStore, ref: BlobRef) -> str | None:
-    """None when the blob is there with the right bytes and size; otherwise what is wrong."""
+def check_blob(blobs: BlobStore, ref: BlobRef, nested: list[BlobRef] | None = None) -> str | None:
+    """None when the blob is there with the right bytes and size; otherwise what is wrong.
+
+    With ``nested``, the blobs this one points at are appended to it: lean evidence names its initial state,
+    which must resolve to its bytes like any blob an event names.
+    """
     try:
         data = blobs.get(ref)
     except BlobStoreError as exc:
         return f"{type(exc).__name__}: {exc}"
     if len(data) != ref.size:
         return f"blob {ref.sha256} has {len(data)} bytes, the event says {ref.size}"
+    if nested is not None and ref.media_type == EVIDENCE_MEDIA_TYPE:
+        try:
+            nested += referenced_blobs(data)
+        except ValueError as exc:
+            return f"evidence blob {ref.sha256} is malformed: {str(exc)[:300]}"
     return None

@@ -166,9 +166,10 @@ def verify_blobs(ports: Ports, scope: Scope, report: ReplayReport) -> None:
             if not scope.admits(event):
                 continue
             report.events_scanned += 1
-            for ref in blob_refs(event):
+            refs = list(blob_refs(event))
+            for ref in refs:  # grows while it runs: evidence appends the initial state it points at
                 if ref.sha256 not in checked:
-                    checked[ref.sha256] = check_blob(ports.blobs, ref)
+                    checked[ref.sha256] = check_blob(ports.blobs, ref, refs)
                     if checked[ref.sha256]:
                         report.bad_blobs.append(f"{event.event_type} {event.event_id}: {checked[ref.sha256]}")
     report.blobs_checked = len(checked)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 from bus_schemas.events.tasks import AnswerCriterion, NoCollateralCriterion, StateCriterion, TaskSpecified
 from producers.backends.base import Evidence
+from producers.backends.evidence import LeanEvidence
 from producers.backends.sandbox.world import diff
 
 Check = tuple[bool, str]
@@ -240,24 +241,43 @@ def _format(value: float | None) -> str:
     return "" if value is None else (str(int(value)) if value == int(value) else str(value))
 
 
-def check_collateral(c: NoCollateralCriterion, initial: Mapping[str, Any], final: Mapping[str, Any]) -> Check:
-    stray = [ch.path for ch in diff(initial, final) if not any(ch.path == a or ch.path.startswith(a.rstrip("/") + "/") for a in c.allowed_paths)]
+def check_collateral(c: NoCollateralCriterion, initial: Mapping[str, Any], final: Mapping[str, Any],
+                     changed: list[str] | None = None) -> Check:
+    """Every changed path lies under an allowed prefix; ``changed`` (lean evidence's delta) spares the diff."""
+    paths = changed if changed is not None else [ch.path for ch in diff(initial, final)]
+    stray = [p for p in paths if not any(p == a or p.startswith(a.rstrip("/") + "/") for a in c.allowed_paths)]
     return not stray, f"unexpected changes: {stray[:5]}" if stray else "no collateral changes"
 
 
-def verify(task: TaskSpecified, evidence: Evidence, final_answer: str = "") -> VerificationResult:
-    """Judge an episode; the outcome is true only when every criterion passes."""
-    initial, final = evidence.initial_state, evidence.final_state
-    if not isinstance(initial, Mapping) or not isinstance(final, Mapping):
+def _state(evidence: Evidence | LeanEvidence, which: str) -> Mapping[str, Any]:
+    state = getattr(evidence, which)
+    if not isinstance(state, Mapping):
         raise TypeError(f"{evidence.backend} evidence carries no JSON object state")
+    return state
+
+
+def verify(task: TaskSpecified, evidence: Evidence | LeanEvidence, final_answer: str = "") -> VerificationResult:
+    """Judge an episode; the outcome is true only when every criterion passes.
+
+    A state is read only when a criterion needs it: with lean evidence a no-collateral check reads the delta
+    alone, so the initial state is fetched (once per task instance) only for state and answer criteria.
+    """
+    if not isinstance(evidence, LeanEvidence):  # full states: a wrong shape is unjudgeable, whatever the criteria
+        _state(evidence, "initial_state"), _state(evidence, "final_state")
     results = []
     for c in task.criteria:
         if isinstance(c, StateCriterion):
             fn = PREDICATES.get(c.predicate)
-            passed, detail = fn(initial, final, c.params) if fn else (False, f"unknown predicate {c.predicate}")
+            passed, detail = (
+                fn(_state(evidence, "initial_state"), _state(evidence, "final_state"), c.params) if fn
+                else (False, f"unknown predicate {c.predicate}")
+            )
         elif isinstance(c, AnswerCriterion):
-            passed, detail = check_answer(c, final_answer, task.goal, initial)
+            world = _state(evidence, "initial_state") if c.match == "contains" else None
+            passed, detail = check_answer(c, final_answer, task.goal, world)
+        elif isinstance(evidence, LeanEvidence):
+            passed, detail = check_collateral(c, {}, {}, evidence.changed_paths)
         else:
-            passed, detail = check_collateral(c, initial, final)
+            passed, detail = check_collateral(c, _state(evidence, "initial_state"), _state(evidence, "final_state"))
         results.append(CriterionResult(c.id, passed, detail))
     return VerificationResult(all(r.passed for r in results), results)
