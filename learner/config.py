@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness_service.config import CompactContext, HarnessConfig
+from harness_service.config import CompactContext, HarnessBudgets, HarnessConfig
 from learner.model.factory import TinyModelConfig
 from learner.rl.config import RlSettings
 from learner.sft.config import SftSettings
@@ -21,8 +21,11 @@ CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
 def tiny_harness() -> HarnessConfig:
     """The compact harness profile of the CPU model: short instructions and a compact system turn (the tools
     selected for each step as one line each, the loaded skill clipped, the action kinds in one line) that
-    fits the window's ``system_tokens`` (p50 ~160 tokens of the 512-token BPE, measured on all 32 templates)."""
-    return HarnessConfig(name="tiny-planner", instructions=TINY_INSTRUCTIONS, compact=CompactContext())
+    fits the window's ``system_tokens`` (p50 ~160 tokens of the 512-token BPE, measured on all 32 templates).
+    At most 16 steps an episode: every reference solution of the suite takes 14 or fewer (measured over seeds
+    0-2), and a small model's failed episodes otherwise run to the task's 20-40 steps, most of a round's time."""
+    return HarnessConfig(name="tiny-planner", instructions=TINY_INSTRUCTIONS, compact=CompactContext(),
+                         budgets=HarnessBudgets(max_steps=16))
 
 
 class LearnerConfig(BaseModel):

@@ -19,6 +19,7 @@ RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlfl
 
 
 def run(
+    profile: Annotated[str, typer.Option(help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see infra/loop/config.py.")] = "quick",
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of the loop (default 3).")] = None,
     first_rollouts: Annotated[int | None, typer.Option(min=1, help="Round 0 rollouts of the reference solver (the cold start).")] = None,
     rollouts: Annotated[int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")] = None,
@@ -41,10 +42,10 @@ def run(
     (no servers) or on Kafka + S3 + MLflow with --bus/--blobs/--registry. Ends with runs/<run_id>/report.html."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from infra.config import load_settings
-    from infra.loop.config import LoopConfig
+    from infra.loop.config import LoopConfig, profile as loop_profile
     from infra.loop.run import run_loop
 
-    base = LoopConfig.model_validate_json(config.read_text()) if config else LoopConfig()
+    base = LoopConfig.model_validate_json(config.read_text()) if config else loop_profile(profile)
     updates: dict[str, object] = {k: v for k, v in {
         "rounds": rounds, "first_round_rollouts": first_rollouts, "rollouts_per_round": rollouts, "algorithm": algorithm,
         "out_dir": out,
@@ -63,7 +64,7 @@ def run(
     loop = LoopConfig.model_validate({**base.model_dump(), **updates})
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    console.print(f"[bold]flywheel run[/] {name}: {loop.rounds} rounds, consumers "
+    console.print(f"[bold]flywheel run[/] {name}: profile {profile}, {loop.rounds} rounds, consumers "
                   f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={settings.bus}\n  blobs={settings.blobs}\n"
                   f"  registry={settings.registry}")
     result = run_loop(settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress)

@@ -36,8 +36,10 @@ class LoopConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     rounds: Annotated[int, Field(ge=1, le=100)] = 3
-    first_round_rollouts: Annotated[int, Field(ge=1)] | None = None
-    """Round 0 runs the reference solver (the cold start): cheap scripted episodes; None = every train task once."""
+    first_round_rollouts: Annotated[int, Field(ge=1)] | None = 288
+    """The demonstration budget: round 0 runs the reference solver (the cold start) on this many train-pool
+    instances, drawn at random across every template (each task at most once; ~9 of a template's 36). The
+    rest of the pool is new to the model; None = every train task once (nothing left to learn on its own)."""
     rollouts_per_round: Annotated[int, Field(ge=1)] = 96
     """Later rounds run the round's model on train tasks; its verified successes join the training data."""
     first_policy: str = "scripted:reference"
@@ -50,6 +52,8 @@ class LoopConfig(BaseModel):
     """Harness change kinds published without a human review (the rest wait for ``flywheel review``)."""
     revise_harness: bool = True
     learner: LearnerConfig = Field(default_factory=loop_learner)
+    final_test: bool = True
+    """Evaluate the best model by dev on the test split once, after the last round (``test_overall``)."""
     stall_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     """Fail the run when the log has not grown for this long (a consumer is down or an input is missing)."""
     out_dir: Path = Path("runs")
@@ -74,3 +78,23 @@ class LoopConfig(BaseModel):
             "planned_rollouts": self.rollouts_per_round,
             "await_harness_revision": self.revise_harness,
         }
+
+
+PROFILES = ("quick", "full")
+
+
+def profile(name: str) -> LoopConfig:
+    """``quick`` (the default ``make run``): 3 rounds sized for ~15 min on 2 cores; shows every mechanism (own
+    successes admitted and trained on, new tasks, revisions) but trains too briefly for high dev scores.
+    ``full``: 5 rounds, a larger train pool, more SFT steps and rollouts (about an hour on 2 cores)."""
+    if name == "quick":
+        return LoopConfig()
+    if name == "full":
+        base = LoopConfig().learner
+        learner = base.model_copy(update={
+            "cold_start_seeds": 3,
+            "sft": base.sft.model_copy(update={"max_steps": 1500}),
+            "continued_sft": base.continued_sft.model_copy(update={"max_steps": 1000}),
+        })
+        return LoopConfig(rounds=5, first_round_rollouts=432, rollouts_per_round=192, learner=learner)
+    raise ValueError(f"unknown profile {name!r}; one of {', '.join(PROFILES)}")

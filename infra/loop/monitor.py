@@ -62,6 +62,7 @@ class RoundProgress:
     verified: int = 0
     solved: int = 0
     admitted: int = 0
+    admitted_self: int = 0  # admitted trajectories the model produced (not a scripted policy)
     rejected: int = 0
     quarantined: int = 0
     diagnosed: int = 0
@@ -71,10 +72,13 @@ class RoundProgress:
     training: str = ""  # "", "running", "succeeded", "failed"
     training_error: str | None = None
     model: str | None = None
+    train_examples: int | None = None
+    train_examples_self: int | None = None  # examples of this round's training set from the model's own episodes
     dev_planned: int = 0
     dev_verified: int = 0
     dev: DevSetEvaluated | None = None
     harness_evals: list[DevSetEvaluated] = field(default_factory=list)
+    test: DevSetEvaluated | None = None
     harness: str = ""  # the reviser's answer: "skipped", "proposed", "accepted", "rejected", "published"
     harness_note: str = ""
     completed: RoundCompleted | None = None
@@ -177,6 +181,7 @@ class RunMonitor:
             if self._episodes.get(e.episode_id or "", (0, False))[1]:
                 return  # dev episodes are curated too, but they are not training data
             r.admitted += isinstance(e, TrajectoryAdmitted)
+            r.admitted_self += isinstance(e, TrajectoryAdmitted) and not e.provenance.policy_version.startswith("scripted:")
             r.rejected += isinstance(e, TrajectoryRejected)
             r.quarantined += isinstance(e, TrajectoryQuarantined)
             r.mark("curation", at)
@@ -192,9 +197,14 @@ class RunMonitor:
             r.mark("training", at)
             if e.status == "failed":
                 r.training, r.training_error = "failed", e.error
+            if "train_examples" in e.metrics:
+                r.train_examples = int(e.metrics["train_examples"])
+                r.train_examples_self = int(e.metrics.get("train_examples_self", 0))
         elif isinstance(e, ModelVersionRegistered):
             r.training, r.model = "succeeded", f"{e.model_name}/{e.model_version}"
             r.mark("training", at)
+        elif isinstance(e, DevSetEvaluated) and e.split == "test":
+            r.test = e
         elif isinstance(e, DevSetEvaluated):
             if e.evaluates == "model":
                 r.dev = e
@@ -222,9 +232,11 @@ class RunMonitor:
 def summary_line(r: RoundProgress) -> str:
     """One line per finished round, as printed by ``flywheel run``."""
     solved = f"{r.solved}/{r.verified} solved" if r.verified else "no rollouts"
-    curation = f"admitted {r.admitted} rejected {r.rejected} quarantined {r.quarantined}"
+    curation = f"admitted {r.admitted} (self {r.admitted_self}) rejected {r.rejected} quarantined {r.quarantined}"
     if r.training == "succeeded":
         training = f"trained {r.model}"
+        if r.train_examples is not None:
+            training += f" on {r.train_examples} examples (self {r.train_examples_self})"
     elif r.training == "failed":
         training = f"training failed ({(r.training_error or '')[:60]})"
     else:
@@ -238,7 +250,11 @@ def summary_line(r: RoundProgress) -> str:
     if r.harness_evals:
         harness += f", revision dev Overall {r.harness_evals[-1].overall:.3f}"
     wall = f"{r.completed.wall_time_s:.0f}s" if r.completed else "?"
-    return f"round {r.round}: {solved} | {curation} | {training} | {dev} | harness {harness} | {wall}"
+    line = f"round {r.round}: {solved} | {curation} | {training} | {dev} | harness {harness} | {wall}"
+    if r.test is not None:
+        cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in r.test.per_category.items())
+        line += f" | test Overall {r.test.overall:.3f} ({cats}) of {r.test.model_name}/{r.test.model_version}"
+    return line
 
 
 def stage_seconds(rounds: Iterable[RoundProgress]) -> dict[int, dict[str, float]]:

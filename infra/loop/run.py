@@ -18,6 +18,7 @@ from infra.events import decodable, ensure_topics
 from infra.loop.begin import begin_run
 from infra.loop.config import LoopConfig
 from infra.loop.driver import drive
+from infra.loop.final_test import evaluate_test
 from infra.loop.inprocess import InProcessConsumers
 from infra.loop.monitor import RoundProgress, RunMonitor, stage_seconds
 from infra.loop.spawned import SpawnedConsumers
@@ -75,6 +76,15 @@ def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool
                 drive(consumers, monitor, config.rounds, stall_timeout_s=config.stall_timeout_s, on_update=view.refresh)
             finally:
                 consumers.close()
+        if config.final_test:  # in-process, after every consumer stopped
+            console.print("evaluating the best model by dev on the test split ...")
+            out_dir.mkdir(parents=True, exist_ok=True)
+            test = evaluate_test(ports, config, run_id, [monitor.rounds[k] for k in sorted(monitor.rounds)],
+                                 out_dir / "test_episodes.json")
+            monitor.update()
+            if test is not None:
+                cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in test.per_category.items())
+                console.print(f"test Overall {test.overall:.3f} ({cats}) of {test.model_name}/{test.model_version}")
         events = [e for topic in TOPICS for e in decodable(ports.bus.replay(topic)) if e.run_id == run_id]
         events.sort(key=lambda e: e.occurred_at)
         report = build_report(run_id, events, stage_seconds(monitor.rounds.values()))

@@ -19,6 +19,7 @@ from bus_schemas.events import (
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
+    TrainingRunCompleted,
 )
 
 from consumers.dev_evaluator.handler import kind_of
@@ -42,6 +43,15 @@ class RoundRow:
     tokens_per_solved: float | None = None
     tool_calls_per_solved: float | None = None
     admitted: int = 0
+    admitted_self: int = 0
+    """Admitted trajectories the model produced (a scripted policy such as the reference solver excluded)."""
+    train_examples: int | None = None
+    train_examples_self: int | None = None
+    """Examples of this round's training set from the model's own episodes (before value-swap copies)."""
+    test_overall: float | None = None
+    """The test split, evaluated once at the end of the run with the best model by dev (the unbiased figure)."""
+    test_per_category: dict[str, float] = field(default_factory=dict)
+    test_model_version: str | None = None
     rejected: int = 0
     quarantined: int = 0
     failures: dict[str, int] = field(default_factory=dict)
@@ -76,7 +86,11 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
         if event.run_id != run_id or event.round is None:
             continue
         r = row(event.round)
-        if isinstance(event, DevSetEvaluated) and event.evaluates == "harness":
+        if isinstance(event, DevSetEvaluated) and event.split == "test":
+            r.test_overall = event.overall
+            r.test_per_category = {c: s.success_rate for c, s in event.per_category.items()}
+            r.test_model_version = f"{event.model_name}/{event.model_version}"
+        elif isinstance(event, DevSetEvaluated) and event.evaluates == "harness":
             r.revision_dev_overall, r.revision_harness_version = event.overall, event.harness_version
         elif isinstance(event, DevSetEvaluated):
             r.dev_overall = event.overall
@@ -94,12 +108,16 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             continue  # dev episodes are judged and curated too, but they are not training data
         elif isinstance(event, TrajectoryAdmitted):
             r.admitted += 1
+            r.admitted_self += not event.provenance.policy_version.startswith("scripted:")
         elif isinstance(event, TrajectoryRejected):
             r.rejected += 1
         elif isinstance(event, TrajectoryQuarantined):
             r.quarantined += 1
         elif isinstance(event, FailureDiagnosed):
             failures[event.round][event.attribution] += 1
+        elif isinstance(event, TrainingRunCompleted) and "train_examples" in event.metrics:
+            r.train_examples = int(event.metrics["train_examples"])
+            r.train_examples_self = int(event.metrics.get("train_examples_self", 0))
         elif isinstance(event, ModelVersionRegistered):
             r.models_registered.append({
                 "model": f"{event.model_name}/{event.model_version}",

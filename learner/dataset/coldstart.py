@@ -13,7 +13,7 @@ from infra.bootstrap import Ports
 from infra.events import publish_all
 from learner.episodes import run_judged_episode
 from producers.backends.sandbox.backend import SandboxBackend
-from producers.tasks import reference_solver
+from producers.tasks.solver import harness_reference
 
 Progress = Callable[[int], None]
 
@@ -33,7 +33,7 @@ def seed_cold_start(
     if publish_tasks:
         publish_all(ports.bus, list(tasks))
     for task in tasks:
-        policy = ScriptedPolicy(reference_solver(task), "reference")
+        policy = ScriptedPolicy(harness_reference(task), "reference")
         harness = Harness(config=config, policy=policy, blobs=ports.blobs, events=lambda e: None, skills=skills)
         judged = run_judged_episode(harness, task, backend, RunIds(run_id=run_id, round=0, cause=task.event_id))
         publish_all(ports.bus, judged.events)

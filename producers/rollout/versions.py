@@ -37,9 +37,9 @@ class UnknownVersion(ValueError):
 
 
 def _reference(task: TaskSpecified) -> Policy:
-    from producers.tasks.solver import reference_solver
+    from producers.tasks.solver import harness_reference
 
-    return ScriptedPolicy(reference_solver(task), "reference")
+    return ScriptedPolicy(harness_reference(task), "reference")
 
 
 SCRIPTED: dict[str, PolicyFactory] = {"scripted:reference": _reference}

@@ -30,3 +30,20 @@ def _chain(solvers: list) -> Solver:  # noqa: ANN001 - instance solve callables
                 action = plan.send((yield action))
         except StopIteration:
             pass
+
+
+DELEGATED_TEMPLATES = frozenset({"sa.warmest_city", "sa.closest_place"})
+"""Sub-agent templates whose harness reference delegates: answer tasks, so the parent's answer (the sub-agent's
+summary) is grounded in what the parent observed."""
+
+
+def harness_reference(task: TaskSpecified) -> Solver:
+    """The reference solver as a harness policy runs it: a task of ``DELEGATED_TEMPLATES`` hands its whole plan
+    to one sub-agent (spawned with the goal and every tool) and finishes with the sub-agent's summary, so the
+    demonstrations include delegation. Other tasks: ``reference_solver``."""
+    from harness_service.policy.scripted import delegated
+
+    solver = reference_solver(task)
+    if task.source.template_id in DELEGATED_TEMPLATES:
+        return delegated(solver, task.goal, [], max_steps=10)
+    return solver

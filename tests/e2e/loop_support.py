@@ -45,8 +45,10 @@ def check_run(ports: Ports, run_id: str, report_dir: Path) -> None:
     models = sorted((e for e in events if isinstance(e, ModelVersionRegistered)), key=lambda e: e.round)
     assert [m.round for m in models] == [0, 1]
     assert models[0].parent_version is None and models[1].parent_version == started[1].policy_version.split("/")[1]
-    evaluations = [e for e in events if isinstance(e, DevSetEvaluated) and e.evaluates == "model"]
+    evaluations = [e for e in events if isinstance(e, DevSetEvaluated) and e.evaluates == "model" and e.split == "dev"]
     assert sorted(e.round for e in evaluations) == [0, 1]
+    [test] = [e for e in events if isinstance(e, DevSetEvaluated) and e.split == "test"]  # once, at the end
+    assert test.round == 1 and test.per_category["tool_use"].tasks == 2
     assert all(e.per_category["tool_use"].tasks == 2 for e in evaluations)
     for model in models:
         version = ports.registry.resolve(f"planner/{model.model_version}")

@@ -66,3 +66,18 @@ def test_rounds_fold_dev_scores_costs_curation_and_failures(tmp_path):
     for png in ("dev.png", "cost.png", "curation.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert png in html_path.read_text()
+
+
+def test_what_a_round_learned_from_itself_and_the_final_test_figure_are_reported():
+    def admitted(policy: str):
+        base = EX["TrajectoryAdmitted"]
+        return _e("TrajectoryAdmitted", 1, provenance=base.provenance.model_copy(update={"policy_version": policy}))
+
+    trained = _e("TrainingRunCompleted", 1, metrics={"train_examples": 900.0, "train_examples_self": 40.0})
+    per = {c: CategoryScore(success_rate=0.5, tasks=4) for c in ("tool_use", "memory", "skills", "sub_agent")}
+    test = _e("DevSetEvaluated", 1, split="test", per_category=per, overall=0.5, model_version="2")
+    events = [_dev(1, 0.6), admitted("planner/1"), admitted("planner/1"), admitted("scripted:reference"), trained, test]
+    [row] = build_report("run-1", events).rounds
+    assert (row.admitted, row.admitted_self, row.train_examples, row.train_examples_self) == (3, 2, 900, 40)
+    assert row.dev_overall == 0.3 and row.test_overall == 0.5  # the test evaluation does not replace dev
+    assert row.test_per_category["memory"] == 0.5 and row.test_model_version.endswith("/2")
