@@ -24,10 +24,12 @@ CONSUMER_NAMES = (
 
 
 def loop_learner() -> LearnerConfig:
-    """The learner of the main job: training spread over the rounds — a short cold start in round 0 (300 SFT
-    steps), then SFT continued from the best model in every later round (600 steps, ``continued_sft``)."""
+    """The learner of the main job: training spread over the rounds — a cold start in round 0 (600 SFT steps,
+    ~2.8 epochs of the demonstrations: a model that solves nothing new gives its rounds nothing to admit), then
+    SFT continued from the best model in every later round (400 steps, ``continued_sft``)."""
     base = LearnerConfig()
-    return base.model_copy(update={"sft": base.sft.model_copy(update={"max_steps": 300})})
+    return base.model_copy(update={"sft": base.sft.model_copy(update={"max_steps": 600}),
+                                   "continued_sft": base.continued_sft.model_copy(update={"max_steps": 400})})
 
 
 class LoopConfig(BaseModel):
@@ -40,7 +42,7 @@ class LoopConfig(BaseModel):
     """The demonstration budget: round 0 runs the reference solver (the cold start) on this many train-pool
     instances, drawn at random across every template (each task at most once; ~9 of a template's 36). The
     rest of the pool is new to the model; None = every train task once (nothing left to learn on its own)."""
-    rollouts_per_round: Annotated[int, Field(ge=1)] = 96
+    rollouts_per_round: Annotated[int, Field(ge=1)] = 64
     """Later rounds run the round's model on train tasks; its verified successes join the training data."""
     first_policy: str = "scripted:reference"
     min_admitted_for_training: Annotated[int, Field(ge=1)] = 16
