@@ -76,7 +76,8 @@ def _plot_curation(report: RunReport, path: Path) -> None:
 
 def _table(report: RunReport) -> str:
     head = ("round", "dev Overall", *CATEGORIES, "episodes", "solved", "tokens/solved", "tool calls/solved",
-            "admitted", "rejected", "quarantined", "model", "harness", "wall s")
+            "admitted", "admitted self", "train examples (self)", "rejected", "quarantined", "test Overall", "model",
+            "harness", "wall s")
     rows = []
     for r in report.rounds:
         cells = (
@@ -86,7 +87,10 @@ def _table(report: RunReport) -> str:
             r.episodes, r.solved,
             "" if r.tokens_per_solved is None else f"{r.tokens_per_solved:.0f}",
             "" if r.tool_calls_per_solved is None else f"{r.tool_calls_per_solved:.1f}",
-            r.admitted, r.rejected, r.quarantined,
+            r.admitted, r.admitted_self,
+            "" if r.train_examples is None else f"{r.train_examples} ({r.train_examples_self})",
+            r.rejected, r.quarantined,
+            "" if r.test_overall is None else f"{r.test_overall:.3f} ({r.test_model_version})",
             r.dev_model_version or "", r.dev_harness_version or "",
             "" if r.wall_time_s is None else f"{r.wall_time_s:.0f}",
         )
