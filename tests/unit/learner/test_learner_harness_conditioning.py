@@ -125,3 +125,17 @@ def test_a_config_without_the_compact_profile_keeps_its_digest() -> None:
     assert "compact" not in plain.model_dump_json(exclude={"compact"})
     assert plain.digest() == "sha256:" + hashlib.sha256(plain.model_dump_json(exclude={"compact"}).encode()).hexdigest()
     assert HarnessConfig.model_validate_json(plain.model_dump_json()).digest() == plain.digest()
+
+
+def test_training_examples_condition_on_the_same_ids_as_the_live_policy(embedded_ports, tokenizer, tasks) -> None:
+    from learner.dataset import build_dataset, read_log
+    from learner.dataset.coldstart import seed_cold_start
+    from learner.jobs import harness_version
+
+    config, task = LearnerConfig(), tasks["skills"]
+    seed_cold_start(embedded_ports, [task], config.harness, skills(), run_id="t")
+    build = build_dataset(read_log(embedded_ports.bus), {harness_version(config): config.harness}, skills(),
+                          embedded_ports.blobs.get)
+    assert build.skipped == {} and build.examples
+    trained = [window(config).prompt_ids(tokenizer, e.prompt) for e in sorted(build.examples, key=lambda e: e.step)]
+    assert trained == conditioned(tokenizer, task, config.harness)  # train (re-rendered) == serve (live)
