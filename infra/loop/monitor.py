@@ -162,7 +162,9 @@ class RunMonitor:
                 r.requested += 1
                 r.mark("rollouts", at)
         elif isinstance(e, EpisodeEnded):
-            _, dev = self._episodes.get(e.episode_id, (e.round, False))
+            if e.episode_id not in self._episodes:
+                return  # a sub-agent's episode: part of its parent's rollout
+            _, dev = self._episodes[e.episode_id]
             if not dev:
                 r.ended += 1
                 r.mark("rollouts", at)

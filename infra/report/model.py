@@ -136,7 +136,7 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
 
     by_round: dict[int, list[tuple[EpisodeEnded, EpisodeVerified | None]]] = defaultdict(list)
     for episode_id, end in ended.items():
-        if end.round is not None and episode_id not in dev_episodes:
+        if end.round is not None and episode_id not in dev_episodes and episode_id in verified:  # sub-agents: no verdict
             by_round[end.round].append((end, verified.get(episode_id)))
     for number, pairs in by_round.items():
         r = row(number)
