@@ -23,7 +23,7 @@ def run(
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of the loop (default 3).")] = None,
     first_rollouts: Annotated[int | None, typer.Option(min=1, help="Round 0 rollouts of the reference solver (the cold start).")] = None,
     rollouts: Annotated[int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")] = None,
-    algorithm: Annotated[str | None, typer.Option(help="sft (continued SFT on admitted data) or rl (GRPO with CARE) after round 0.")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="After round 0: sft (continued SFT on admitted data), rl (GRPO with CARE on rollouts through the bus) or mixed (continued SFT, then GRPO with CARE).")] = None,
     sft_steps: Annotated[int | None, typer.Option(min=1, help="SFT optimiser steps per training run.")] = None,
     dev_per_category: Annotated[int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")] = None,
     auto_approve: Annotated[str | None, typer.Option(help="Harness change kinds published without review, comma-separated ('' = all wait for `flywheel review`).")] = None,

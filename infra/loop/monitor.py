@@ -20,6 +20,7 @@ from bus_schemas.events import (
     HarnessRevisionSkipped,
     HarnessVersionPublished,
     ModelVersionRegistered,
+    RewardScheduleSelected,
     RolloutRequested,
     RoundCompleted,
     RoundStarted,
@@ -36,6 +37,7 @@ from bus_schemas.topics import TOPICS
 from consumers.dev_evaluator.handler import kind_of
 from infra.bus.port import Bus
 from infra.events import decodable
+from infra.report.model import RL_GROUP_PREFIX, request_of
 
 STAGES = (
     "reweighting",
@@ -82,6 +84,10 @@ class RoundProgress:
     harness: str = ""  # the reviser's answer: "skipped", "proposed", "accepted", "rejected", "published"
     harness_note: str = ""
     completed: RoundCompleted | None = None
+    rl_episodes: int = 0  # episodes of the round's GRPO groups (not counted in ended/verified/solved)
+    rl_solved: int = 0
+    rl_steps: int = 0
+    care_schedule: str | None = None
     spans: dict[str, list[datetime]] = field(default_factory=dict)
 
     @property
@@ -105,6 +111,7 @@ class RunMonitor:
         self._cursor: dict[tuple[str, int], int] = {}
         self._episodes: dict[str, tuple[int, bool]] = {}  # episode -> (round, is dev)
         self._verified: set[str] = set()
+        self._rl: set[str] = set()  # request episode ids of GRPO groups
         self.events_seen = 0
         self.dead_letters = 0
 
@@ -152,6 +159,16 @@ class RunMonitor:
         elif isinstance(e, TaskGenerationRequested):
             r.tasks_requested += e.count
             r.mark("task construction", at)
+        elif isinstance(e, RolloutRequested) and (e.group_id or "").startswith(RL_GROUP_PREFIX):
+            self._rl.add(e.episode_id)
+            r.mark("training", at)
+        elif isinstance(e, (EpisodeEnded, EpisodeVerified)) and request_of(e.episode_id or "") in self._rl:
+            if isinstance(e, EpisodeVerified) and e.episode_id not in self._verified:
+                self._verified.add(e.episode_id)
+                r.rl_episodes += 1
+                r.rl_solved += e.outcome == "success"
+        elif isinstance(e, RewardScheduleSelected):
+            r.care_schedule = e.previous
         elif isinstance(e, RolloutRequested):
             dev = kind_of(e.group_id) is not None
             self._episodes[e.episode_id] = (e.round or 0, dev)
@@ -197,6 +214,7 @@ class RunMonitor:
             r.mark("training", at)
         elif isinstance(e, TrainingRunCompleted):
             r.mark("training", at)
+            r.rl_steps = int(e.metrics.get("rl_steps", 0))
             if e.status == "failed":
                 r.training, r.training_error = "failed", e.error
             if "train_examples" in e.metrics:
@@ -237,6 +255,9 @@ def summary_line(r: RoundProgress) -> str:
     curation = f"admitted {r.admitted} (self {r.admitted_self}) rejected {r.rejected} quarantined {r.quarantined}"
     if r.training == "succeeded":
         training = f"trained {r.model}"
+        if r.rl_steps:
+            training += (f" with {r.rl_steps} GRPO steps ({r.rl_solved}/{r.rl_episodes} RL episodes solved, "
+                         f"CARE {r.care_schedule})")
         if r.train_examples is not None:
             training += f" on {r.train_examples} examples (self {r.train_examples_self})"
     elif r.training == "failed":

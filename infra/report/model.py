@@ -14,6 +14,7 @@ from bus_schemas.events import (
     FailureDiagnosed,
     HarnessVersionPublished,
     ModelVersionRegistered,
+    RewardScheduleSelected,
     RolloutRequested,
     RoundCompleted,
     TrajectoryAdmitted,
@@ -25,6 +26,13 @@ from bus_schemas.events import (
 from consumers.dev_evaluator.handler import kind_of
 
 CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
+RL_GROUP_PREFIX = "grpo:"
+"""Group ids of the learner's GRPO requests (learner.rl.loop.GROUP_PREFIX)."""
+
+
+def request_of(episode_id: str) -> str:
+    """The request's episode id of a group member's episode (``<id>.g<k>.a<n>`` -> ``<id>``)."""
+    return episode_id.split(".", 1)[0]
 
 
 @dataclass
@@ -57,6 +65,14 @@ class RoundRow:
     failures: dict[str, int] = field(default_factory=dict)
     models_registered: list[dict[str, str]] = field(default_factory=list)
     harness_published: list[dict[str, str]] = field(default_factory=list)
+    rl_steps: int = 0
+    """GRPO updates of this round's training run (0: SFT only)."""
+    rl_episodes: int = 0
+    """Episodes of the round's RL groups (sampled; not in ``episodes``, which are the round's planned rollouts)."""
+    rl_solved: int = 0
+    care_schedule: str | None = None
+    """The CARE reward schedule of this round's RL; ``care_schedule_next`` is the controller's choice after it."""
+    care_schedule_next: str | None = None
     wall_time_s: float | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -78,6 +94,7 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
     verified: dict[str, EpisodeVerified] = {}
     failures: dict[int, Counter[str]] = defaultdict(Counter)
     dev_episodes: set[str] = set()
+    rl_requests: set[str] = set()
 
     def row(number: int) -> RoundRow:
         return rows.setdefault(number, RoundRow(round=number))
@@ -86,6 +103,12 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
         if event.run_id != run_id or event.round is None:
             continue
         r = row(event.round)
+        if isinstance(event, TrainingRunCompleted) and "rl_steps" in event.metrics:
+            r.rl_steps = int(event.metrics["rl_steps"])
+        if isinstance(event, RewardScheduleSelected):
+            r.care_schedule, r.care_schedule_next = event.previous, event.schedule
+        if isinstance(event, RolloutRequested) and (event.group_id or "").startswith(RL_GROUP_PREFIX):
+            rl_requests.add(event.episode_id)
         if isinstance(event, DevSetEvaluated) and event.split == "test":
             r.test_overall = event.overall
             r.test_per_category = {c: s.success_rate for c, s in event.per_category.items()}
@@ -136,7 +159,11 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
 
     by_round: dict[int, list[tuple[EpisodeEnded, EpisodeVerified | None]]] = defaultdict(list)
     for episode_id, end in ended.items():
-        if end.round is not None and episode_id not in dev_episodes and episode_id in verified:  # sub-agents: no verdict
+        if end.round is not None and request_of(episode_id) in rl_requests:
+            verdict = verified.get(episode_id)
+            row(end.round).rl_episodes += 1
+            row(end.round).rl_solved += verdict is not None and verdict.outcome == "success"
+        elif end.round is not None and episode_id not in dev_episodes and episode_id in verified:  # sub-agents: no verdict
             by_round[end.round].append((end, verified.get(episode_id)))
     for number, pairs in by_round.items():
         r = row(number)

@@ -36,6 +36,8 @@ from learner.rl.rollouts import Member, Pump, RolloutReader
 from learner.rl.update import grpo_update
 
 PRODUCER = Producer(service="learner", version="0.2.0")
+GROUP_PREFIX = "grpo:"
+"""Group ids of GRPO's requests (the report and the monitor tell RL episodes from the round's rollouts by it)."""
 _log = logging.getLogger(__name__)
 
 
@@ -130,7 +132,7 @@ def request_rollouts(
             backend=task.backend,
             seed=settings.seed + 1000 * step + 10 * i,
             budgets=task.budgets or Budgets(),
-            group_id=f"rl-{new_event_id()}",
+            group_id=f"{GROUP_PREFIX}{new_event_id()}",
             group_size=settings.group_size,
             temperature=settings.temperature,
         )

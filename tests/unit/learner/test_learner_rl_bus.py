@@ -68,14 +68,14 @@ def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifie
 
     requests = [e for e in decodable(ports.bus.replay(TOPIC_ROLLOUTS)) if isinstance(e, RolloutRequested)]
     assert len(requests) == 4 and all(r.group_size == 2 and r.temperature == 1.0 for r in requests)
-    assert all(r.policy_version.startswith("local:") and r.group_id.startswith("rl-") for r in requests)
+    assert all(r.policy_version.startswith("local:") and r.group_id.startswith("grpo:") for r in requests)
     assert [r.episodes for r in reports] == [4, 4] and len(used) == 8 and worker.stats.dead_lettered == 0
     # the second batch was requested before the first update (workers sample while the learner trains)
     assert [r.staleness for r in reports] == [0.0, 1.0] and state.step == 2
     # on-policy, the learner's log-probs are the sampler's: the recorded behaviour log-probs line up token for token
     assert reports[0].mean_abs_log_ratio < 1e-3
     episodes = list(decodable(ports.bus.replay(TOPIC_EPISODES)))
-    mine = {e.episode_id for e in episodes if isinstance(e, EpisodeStarted) and (e.group_id or "").startswith("rl-")}
+    mine = {e.episode_id for e in episodes if isinstance(e, EpisodeStarted) and (e.group_id or "").startswith("grpo:")}
     turns = [e for e in episodes if isinstance(e, (ActionTaken, ActionRejected)) and e.episode_id in mine]
     assert turns and all(t.sampled is not None for t in turns)
     sampled = json.loads(ports.blobs.get(turns[0].sampled))
