@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import parse_qs, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from infra.blobs.port import BlobStore
 from infra.bus.port import Bus
-from infra.config import Settings
+from infra.config import Settings, mask_credentials
 from infra.registry.port import Registry
 
 SUPPORTED = {
@@ -25,11 +28,44 @@ SUPPORTED = {
 
 
 class UnsupportedURL(ValueError):
-    """A URL whose scheme no adapter of that port handles."""
+    """A URL whose scheme no adapter of that port handles, or whose parameters are invalid."""
 
 
 def _reject(port: str, url: str) -> UnsupportedURL:
-    return UnsupportedURL(f"unsupported {port} URL {url!r}; supported: {', '.join(s + '...' for s in SUPPORTED[port])}")
+    return UnsupportedURL(
+        f"unsupported {port} URL {mask_credentials(url)!r}; supported: {', '.join(s + '...' for s in SUPPORTED[port])}"
+    )
+
+
+Namespace = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,100}$")]
+
+
+class _BusParams(BaseModel):
+    """The query parameters every bus URL may carry; anything else is a typo and is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Namespace | None = None
+    session_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+
+
+class _EmbeddedBusParams(_BusParams):
+    partitions: Annotated[int, Field(ge=1, le=1024)] = 3
+    max_bytes: Annotated[int, Field(ge=1)] | None = None
+
+
+def bus_params(url: str) -> _BusParams:
+    """The validated query parameters of a bus URL, e.g. ``?partitions=0`` is refused here, not by a later
+    ZeroDivisionError."""
+    model = _EmbeddedBusParams if url.startswith("sqlite:///") else _BusParams
+    try:
+        return model.model_validate(_query(url))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"?{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_input=False, include_url=False)
+        )
+        known = ", ".join(sorted(model.model_fields))
+        raise UnsupportedURL(f"bus URL {mask_credentials(url)!r} has invalid parameters ({problems}); known: {known}") from None
 
 
 def _local_path(url: str, scheme: str) -> Path:
@@ -49,7 +85,9 @@ def _query(url: str) -> dict[str, str]:
 
 def open_bus(url: str, settings: Settings | None = None) -> Bus:
     """The bus at ``url``; a ``namespace`` query parameter prefixes every topic and group name."""
-    namespace = _query(url).get("namespace")
+    if not url.startswith(SUPPORTED["bus"]):
+        raise _reject("bus", url)
+    namespace = bus_params(url).namespace
     bus = _open_bus(url, settings or Settings())
     if namespace:
         from infra.bus.namespaced import NamespacedBus
@@ -59,24 +97,26 @@ def open_bus(url: str, settings: Settings | None = None) -> Bus:
 
 
 def _open_bus(url: str, settings: Settings) -> Bus:
+    params = bus_params(url)
     if url.startswith("kafka://"):
         from infra.bus.kafka import KafkaBus
 
-        query = _query(url)
+        if not urlsplit(url).netloc:
+            raise UnsupportedURL(f"bus URL {mask_credentials(url)!r} names no broker; use kafka://host:port")
         return KafkaBus(
             urlsplit(url).netloc,
             connect_timeout_s=settings.connect_timeout_s,
-            session_timeout_s=float(query.get("session_timeout_s", 10.0)),
+            session_timeout_s=params.session_timeout_s,
         )
     if url.startswith("sqlite:///"):
         from infra.bus.embedded import EmbeddedBus
 
-        query = _query(url)
+        assert isinstance(params, _EmbeddedBusParams)
         return EmbeddedBus(
             _local_path(url, "sqlite"),
-            default_partitions=int(query.get("partitions", 3)),
-            session_timeout_s=float(query.get("session_timeout_s", 10.0)),
-            max_bytes=int(query["max_bytes"]) if "max_bytes" in query else None,
+            default_partitions=params.partitions,
+            session_timeout_s=params.session_timeout_s,
+            max_bytes=params.max_bytes,
         )
     raise _reject("bus", url)
 

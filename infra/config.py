@@ -8,10 +8,11 @@ Values come, in order of precedence, from explicit arguments (CLI flags), enviro
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,8 +21,32 @@ from pydantic_settings import (
 )
 
 
+class ConfigError(ValueError):
+    """The configuration cannot be used: a config file that is missing, malformed or holds a mistyped value."""
+
+
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s'\"]+)@")
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@host`` URL in it replaced by ``***`` (a
+    user-only ``scheme://token@host`` is masked whole). Every URL the platform prints or logs goes through this."""
+
+    def masked(match: re.Match[str]) -> str:
+        user, colon, _ = match["userinfo"].partition(":")
+        return f"{match['scheme']}{user}:***@" if colon else f"{match['scheme']}***@"
+
+    return _USERINFO.sub(masked, text)
+
+
 def _config_file() -> Path:
-    return Path(os.environ.get("FLYWHEEL_CONFIG", "flywheel.toml"))
+    """``flywheel.toml`` in the working directory (optional), or the file ``FLYWHEEL_CONFIG`` names (required)."""
+    named = os.environ.get("FLYWHEEL_CONFIG")
+    if named is None:
+        return Path("flywheel.toml")
+    if not Path(named).is_file():
+        raise ConfigError(f"FLYWHEEL_CONFIG names {named!r}, which is not a file; fix the path or unset FLYWHEEL_CONFIG")
+    return Path(named)
 
 
 class StackSettings(BaseSettings):
@@ -98,10 +123,22 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
+        path = _config_file()
+        try:
+            toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
+        except ValueError as exc:  # tomllib.TOMLDecodeError; also a file that is not UTF-8
+            raise ConfigError(f"{path} is not valid TOML: {exc}; fix the file") from None
         return (init_settings, env_settings, toml, file_secret_settings)
 
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings with CLI-flag overrides applied (``None`` values are ignored)."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_input=False, include_url=False)
+        )
+        raise ConfigError(
+            f"invalid settings ({problems}) from flags, FLYWHEEL_* variables or {_config_file()}; fix the value"
+        ) from None

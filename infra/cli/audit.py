@@ -13,9 +13,11 @@ from rich.table import Table
 from infra.audit.export import export_trajectories
 from infra.audit.replay import Scope, replay_verify
 from infra.audit.timeline import describe, episode_events
-from infra.bootstrap import open_ports
+from infra.bootstrap import Ports, open_blob_store, open_bus, open_ports
+from infra.cli.consume import LazyRegistry
+from infra.cli.errors import CliError
 from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
-from infra.config import load_settings
+from infra.config import load_settings, mask_credentials
 
 console = Console()
 DETERMINISTIC = ("verifier", "curator", "diagnoser")
@@ -44,7 +46,14 @@ def replay(
 
         since = since.replace(tzinfo=UTC)
     scope = Scope(from_offset=0 if from_start or offset is None else offset, since=since, task_id=task, episode_id=episode)
-    ports = open_ports(load_settings(bus=bus, blobs=blobs, registry=registry))
+    settings = load_settings(bus=bus, blobs=blobs, registry=registry)
+    log_bus = open_bus(settings.bus, settings)
+    if not log_bus.topics():
+        log_bus.close()
+        raise CliError(f"the log at {mask_credentials(settings.bus)} is empty: there is nothing to replay",
+                       "point --bus (or FLYWHEEL_BUS) at the log to audit")
+    # the registry only when a replayed consumer asks for it: opening MLflow costs seconds
+    ports = Ports(log_bus, open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
     try:
         names = [n.strip() for n in consumers.split(",") if n.strip()] if verify else []
         unknown = [n for n in names if n not in CONSUMERS]
@@ -81,8 +90,6 @@ def show(
 ) -> None:
     """Print an episode's timeline: context sizes, actions, feedback, verdict, curation, diagnosis."""
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
-    from infra.bootstrap import open_bus
-
     bus_port = open_bus(settings.bus, settings)
     try:
         events = episode_events(bus_port, episode_id)

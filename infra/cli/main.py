@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from infra.cli import audit, consume, review, run, sandbox, schemas, serve, smoke, stack, status, train
+from infra.cli.errors import FlywheelGroup, mask_logs
 
 app = typer.Typer(
+    cls=FlywheelGroup,
     name="flywheel",
     help=(
         "planner-flywheel: a closed-loop, event-sourced platform for developing LLM planner agents.\n\n"
@@ -17,6 +21,18 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="On failure, print the traceback too.")] = False,
+) -> None:
+    """Errors are one line on stderr and a non-zero exit; -v adds the traceback."""
+    ctx.meta["flywheel.verbose"] = verbose
+    mask_logs()
+
+
 app.command("run")(run.run)
 app.command("smoke")(smoke.smoke)
 app.command("consume")(consume.consume)

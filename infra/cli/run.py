@@ -18,6 +18,21 @@ BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpo
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
 
 
+def _loop_config(path: Path):  # noqa: ANN202 (LoopConfig, imported lazily)
+    """The --config file as a LoopConfig; a malformed or mistyped file is one clear error naming it."""
+    from pydantic import ValidationError
+
+    from infra.cli.errors import CliError
+    from infra.loop.config import LoopConfig
+
+    try:
+        return LoopConfig.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}"
+                             for e in exc.errors(include_input=False, include_url=False)[:3])
+        raise CliError(f"--config {path} is not a valid loop config ({problems})", "fix the JSON file") from None
+
+
 def run(
     profile: Annotated[str, typer.Option(help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see infra/loop/config.py.")] = "quick",
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of the loop (default 3).")] = None,
@@ -41,11 +56,11 @@ def run(
     -> dev evaluation -> harness revision, N rounds, on the embedded adapters under ./.flywheel/ by default
     (no servers) or on Kafka + S3 + MLflow with --bus/--blobs/--registry. Ends with runs/<run_id>/report.html."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from infra.config import load_settings
+    from infra.config import load_settings, mask_credentials
     from infra.loop.config import LoopConfig, profile as loop_profile
     from infra.loop.run import run_loop
 
-    base = LoopConfig.model_validate_json(config.read_text()) if config else loop_profile(profile)
+    base = _loop_config(config) if config else loop_profile(profile)
     updates: dict[str, object] = {k: v for k, v in {
         "rounds": rounds, "first_round_rollouts": first_rollouts, "rollouts_per_round": rollouts, "algorithm": algorithm,
         "out_dir": out,
@@ -65,11 +80,11 @@ def run(
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     console.print(f"[bold]flywheel run[/] {name}: profile {profile}, {loop.rounds} rounds, consumers "
-                  f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={settings.bus}\n  blobs={settings.blobs}\n"
-                  f"  registry={settings.registry}")
+                  f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={mask_credentials(settings.bus)}\n"
+                  f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}")
     result = run_loop(settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress)
     overall = " -> ".join(f"{r.dev.overall:.3f}" if r.dev else "-" for r in result.rounds)
     console.print(f"[bold]dev Overall per round:[/] {overall}   ({result.wall_time_s / 60:.1f} min, "
                   f"{result.dead_letters} dead letters)")
     console.print(f"report: {result.report_html}")
-    console.print(f"audit:  flywheel replay --bus '{result.bus_url}' --from-start --verify")
+    console.print(f"audit:  flywheel replay --bus '{mask_credentials(result.bus_url)}' --from-start --verify")

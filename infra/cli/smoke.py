@@ -11,7 +11,7 @@ from rich.table import Table
 
 from infra.bootstrap import open_ports
 from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
-from infra.config import load_settings
+from infra.config import load_settings, mask_credentials
 from infra.smoke import run_smoke
 
 console = Console()
@@ -21,7 +21,8 @@ def smoke(bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = No
     """Check every port on the chosen adapters in a few seconds (default: the embedded ones, no servers)."""
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     run_id = f"smoke-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    console.print(f"[bold]flywheel smoke[/] {run_id}\n  bus={settings.bus}\n  blobs={settings.blobs}\n  registry={settings.registry}")
+    console.print(f"[bold]flywheel smoke[/] {run_id}\n  bus={mask_credentials(settings.bus)}\n"
+                  f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}")
     started = time.perf_counter()
     with console.status("opening ports (first use of the embedded MLflow store migrates it, ~10 s)"):
         ports = open_ports(settings)

@@ -26,13 +26,13 @@ def status(
     from consumers.review.queue import curation_log, pending
     from infra.cli.status_pool import pool_table
     from infra.bootstrap import open_bus
-    from infra.config import load_settings
+    from infra.config import load_settings, mask_credentials
     from infra.events import from_record
 
     settings = load_settings(bus=bus)
     port = open_bus(settings.bus, settings)
     existing = port.topics()
-    topics = Table("topic", "partitions", "records (end offsets)", title=f"bus {settings.bus}")
+    topics = Table("topic", "partitions", "records (end offsets)", title=f"bus {mask_credentials(settings.bus)}")
     for name in TOPICS:
         if name in existing:
             topics.add_row(name, str(existing[name]), str(sum(port.end_offsets(name).values())))

@@ -11,23 +11,30 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from infra.config import mask_credentials
 from infra.registry.port import RegistryUnavailable, RunRecord, VersionNotFound, VersionRef
 
 
 def _ping(url: str, timeout_s: float) -> None:
+    shown = mask_credentials(url)
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout_s) as response:
             if response.status != 200:
-                raise RegistryUnavailable(f"MLflow at {url} answered /health with HTTP {response.status}")
+                raise RegistryUnavailable(f"MLflow at {shown} answered /health with HTTP {response.status}")
     except (urllib.error.URLError, OSError) as exc:
-        raise RegistryUnavailable(f"MLflow at {url} is unreachable (waited {timeout_s:.0f}s): {exc}") from exc
+        raise RegistryUnavailable(f"MLflow at {shown} is unreachable (waited {timeout_s:.0f}s): {mask_credentials(str(exc))}") from exc
+
+
+def _masked(values: dict[str, Any]) -> dict[str, str]:
+    """Params and tags as MLflow stores them, with any credentials in a URL masked."""
+    return {k: mask_credentials(str(v)) for k, v in values.items()}
 
 
 class MlflowRegistry:
     """A :class:`~infra.registry.port.Registry` on MLflow's tracking store and model registry."""
 
     def __init__(self, tracking_uri: str, *, artifact_root: Path | None = None, connect_timeout_s: float = 10.0) -> None:
-        self.url = tracking_uri
+        self.url = mask_credentials(tracking_uri)  # for messages and logs; the client gets the real one
         self.artifact_root = artifact_root
         if tracking_uri.startswith(("http://", "https://")):
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(max(30, connect_timeout_s))))
@@ -42,7 +49,7 @@ class MlflowRegistry:
             self._client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
             self._client.search_experiments(max_results=1)
         except Exception as exc:  # noqa: BLE001 - MLflow raises many types; all mean "not usable"
-            raise RegistryUnavailable(f"MLflow registry at {tracking_uri} is not usable: {exc}") from exc
+            raise RegistryUnavailable(f"MLflow registry at {self.url} is not usable: {mask_credentials(str(exc))}") from exc
         self._experiments: dict[str, str] = {}
 
     # -- runs ---------------------------------------------------------------------------------
@@ -65,7 +72,7 @@ class MlflowRegistry:
         params: dict[str, Any] | None = None,
         tags: dict[str, str] | None = None,
     ) -> str:
-        run = self._client.create_run(self._experiment_id(experiment), run_name=run_name, tags=tags or {})
+        run = self._client.create_run(self._experiment_id(experiment), run_name=run_name, tags=_masked(tags or {}))
         if params:
             self.log_params(run.info.run_id, params)
         return run.info.run_id
@@ -73,7 +80,7 @@ class MlflowRegistry:
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
 
-        self._client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items()])
+        self._client.log_batch(run_id, params=[Param(k, v) for k, v in _masked(params).items()])
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
         from mlflow.entities import Metric
@@ -124,14 +131,14 @@ class MlflowRegistry:
             self._client.create_registered_model(name)
         run = self._client.get_run(run_id)
         source = f"{run.info.artifact_uri.rstrip('/')}/{artifact_path}"
-        mv = self._client.create_model_version(name, source, run_id=run_id, tags=tags or {})
+        mv = self._client.create_model_version(name, source, run_id=run_id, tags=_masked(tags or {}))
         return self._ref(self._client.get_model_version(name, mv.version))
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
         self._client.set_registered_model_alias(name, alias, str(version))
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
-        self._client.set_model_version_tag(name, str(version), key, value)
+        self._client.set_model_version_tag(name, str(version), key, mask_credentials(str(value)))
 
     def resolve(self, ref: str) -> VersionRef:
         from mlflow.exceptions import MlflowException
