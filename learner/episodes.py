@@ -1,7 +1,8 @@
-"""Runs one task through the harness and judges it with the sandbox verifier: the learner's in-process worker.
+"""Runs one task through the harness and judges it with the sandbox verifier, in process.
 
-Cold-start seeding, dev evaluation and local RL rollouts use it until the rollout-worker and verifier
-consumers run as their own processes; the events it returns are the same ones those services publish.
+Only the cold-start seeding and the CLI's in-process dev evaluation (``run_eval``) use it; RL does not: its
+rollouts go through the bus (``learner.rl``), run by the rollout workers and judged by the verifier consumer.
+The events it returns are the same ones those services publish.
 """
 
 from __future__ import annotations
