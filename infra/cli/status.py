@@ -27,7 +27,7 @@ def status(
     from infra.cli.status_pool import pool_table
     from infra.bootstrap import open_bus
     from infra.config import load_settings, mask_credentials
-    from infra.events import from_record
+    from infra.events import decodable
 
     settings = load_settings(bus=bus)
     port = open_bus(settings.bus, settings)
@@ -46,8 +46,7 @@ def status(
         groups.add_row("rollout-worker", "flywheel.rollout-worker", "rollouts", str(sum(p.lag for p in lag)))
     letters: Counter[tuple[str, str]] = Counter()
     if TOPIC_DEAD_LETTERS in existing:
-        for record in port.replay(TOPIC_DEAD_LETTERS):
-            event = from_record(record)
+        for event in decodable(port.replay(TOPIC_DEAD_LETTERS)):  # a garbage record there must not stop ops
             if isinstance(event, DeadLettered):
                 letters[(event.consumer_group, event.error_type)] += 1
     dead = Table("group", "error", "dead letters")

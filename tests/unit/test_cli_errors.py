@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from infra.blobs.errors import BlobStoreError
 from infra.bootstrap import UnsupportedURL, open_bus, open_registry
 from infra.bus.errors import BusWriteError
+from infra.bus.records import OutgoingRecord
 from infra.cli.errors import mask_logs, one_line
 from infra.cli.main import app
 from infra.config import ConfigError, Settings, mask_credentials
@@ -177,3 +178,12 @@ def test_log_lines_mask_credentials(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO):
         logging.getLogger("flywheel.test").info("opening %s", "http://ana:hunter2@mlflow:5000")
     assert "hunter2" not in caplog.text and "ana:***@mlflow" in caplog.text
+
+
+def test_status_survives_a_garbage_record_on_the_dead_letter_topic(tmp_path: Path) -> None:
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
+    ensure_topics(bus)
+    bus.publish(OutgoingRecord("dead-letters", b"{not json", key=b"k"))
+    bus.close()
+    result = CliRunner().invoke(app, ["status", "--bus", f"sqlite:///{tmp_path}/bus.db"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
