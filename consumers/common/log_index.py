@@ -14,7 +14,7 @@ from bus_schemas.errors import SchemaError
 from infra.bus.partitioner import partition_for_key
 from infra.bus.port import Bus
 from infra.bus.records import Record
-from infra.events import from_record
+from infra.events import from_record, header
 
 KeyOf = Callable[[Event], str | None]
 
@@ -70,6 +70,37 @@ class LogIndex:
             self._raw.clear()
             self.catch_up()
         return self.get(key)
+
+    def first_of(self, key: str, event_type: str) -> Event | None:
+        """The first ``event_type`` event under ``key``, caught up (and re-read from the start) as :meth:`lookup`
+        does. Only records whose header names that type are decoded; the others stay raw for :meth:`get`."""
+        found = self._first(key, event_type)
+        if found is None:
+            self.catch_up(self.partition_of(key))
+            found = self._first(key, event_type)
+        if found is None:  # evicted earlier (e.g. a redelivery): rebuild from the start
+            self._cursor.clear()
+            self._by_key.clear()
+            self._raw.clear()
+            self.catch_up()
+            found = self._first(key, event_type)
+        return found
+
+    def _first(self, key: str, event_type: str) -> Event | None:
+        for event in self._by_key.get(key, []):
+            if event.event_type == event_type:
+                return event
+        for record in self._raw.get(key, []):
+            declared = header(record, "event_type")
+            if declared is not None and declared != event_type:
+                continue
+            try:
+                event = from_record(record)
+            except SchemaError:
+                continue
+            if event.event_type == event_type and self.key_of(event) == key:
+                return event
+        return None
 
     def get(self, key: str) -> list[Event]:
         raw = self._raw.pop(key, None)

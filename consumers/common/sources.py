@@ -54,6 +54,12 @@ class Sources:
             raise MissingInput(f"episode {ended.episode_id!r} has no EpisodeEnded {ended.event_id} on the log")
         return rebuild_episode(events, ended, self.subagent_events if subagents else None)
 
+    def started(self, ended: EpisodeEnded) -> EpisodeStarted | None:
+        """The EpisodeStarted of ``ended``'s episode (the first, as :meth:`episode` finds it), decoding no other
+        step of the episode: for a consumer that needs only what the start pins (the verifier: the backend)."""
+        started = self.episodes.first_of(ended.episode_id, "EpisodeStarted")
+        return started if isinstance(started, EpisodeStarted) else None
+
     def episode_by_id(self, episode_id: str, subagents: bool = False) -> EpisodeRecord:
         """The episode ending with its last EpisodeEnded (for consumers that react to verdicts)."""
         events = self.episodes.lookup(episode_id, lambda evs: any(isinstance(e, EpisodeEnded) for e in evs))

@@ -23,12 +23,12 @@ class Verifier:
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, EpisodeEnded)
         sources = self._sources = self._sources or Sources(ports)
-        episode = sources.episode(event)
-        if episode.started is not None and episode.started.parent_episode_id is not None:
+        started = sources.started(event)  # all it needs of the episode (backend, parent): no step is decoded
+        if started is not None and started.parent_episode_id is not None:
             sources.episodes.forget(event.episode_id)
             return []  # a sub-agent's episode is judged as part of its parent's: the task's evidence is the parent's
         task = sources.task(event.task_id)
-        backend = episode.started.backend if episode.started else task.backend
+        backend = started.backend if started else task.backend
         verdict = judge(event, task, backend, sources.evidence(event), PRODUCER)
         sources.episodes.forget(event.episode_id)
         return [verdict]

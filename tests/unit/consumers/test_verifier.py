@@ -65,3 +65,18 @@ def test_no_evidence_or_an_unknown_backend_is_an_error_not_a_failure():
                          input_tokens=0, output_tokens=0, tool_calls=0, wall_time_s=0.0)
     assert judge(ended, task, "sandbox", None, P).outcome == "error"
     assert "no verifier for backend 'device'" in judge(ended, task, "device", None, P).criteria[0].detail
+
+
+def test_the_verifier_decodes_no_step_of_the_episode_it_judges(ports, monkeypatch):
+    """It needs the episode's start (backend, parent) only: its steps stay raw records in the index."""
+    import consumers.common.log_index as log_index
+
+    task = next(t for t in suite() if t.split == "train")
+    publish_all(ports.bus, [task])
+    ended = _run(ports, task, reference_solver, "ep-lean-read")
+    decoded: list[str] = []
+    real = log_index.from_record
+    monkeypatch.setattr(log_index, "from_record", lambda r: decoded.append(real(r).event_type) or real(r))
+    [verdict] = Verifier().handle(ended, ports)
+    assert verdict.outcome == "success"
+    assert "EpisodeStarted" in decoded and not {"ActionTaken", "ObservationReturned", "ContextBuilt"} & set(decoded)
