@@ -16,6 +16,7 @@ import orjson
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from stack_support import free_port
 
 from bus_schemas.actions import Finish, ToolCall
 from harness_service.actions.format import render_action
@@ -77,7 +78,7 @@ def serve() -> Iterator:
     running: list[tuple[uvicorn.Server, threading.Thread]] = []
 
     def start(deps: ServiceDeps, limits: ServerLimits | None = None) -> Served:
-        server = uvicorn.Server(server_config(create_app(deps), "127.0.0.1", 0, limits, log_level="warning"))
+        server = uvicorn.Server(server_config(create_app(deps), "127.0.0.1", free_port(), limits, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         running.append((server, thread))

@@ -5,6 +5,7 @@ Every test runs on the embedded bus and a directory blob store (no servers), in 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,12 @@ def _spec() -> ConsumerSpec:
     return ConsumerSpec(name=SINK, topics=("episodes",), handle=_retire, event_types=frozenset({"EpisodeEnded"}))
 
 
-def _ports(tmp_path: Path) -> Ports:
+@pytest.fixture
+def ports(tmp_path: Path) -> Iterator[Ports]:
     bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
     ensure_topics(bus)
-    return Ports(bus=bus, blobs=FileBlobStore(tmp_path / "blobs"), registry=None)  # type: ignore[arg-type]
+    yield Ports(bus=bus, blobs=FileBlobStore(tmp_path / "blobs"), registry=None)  # type: ignore[arg-type]
+    bus.close()
 
 
 def _drain(runner: ConsumerRunner) -> None:
@@ -131,10 +134,9 @@ def _hostile_records(draw: st.DrawFn) -> OutgoingRecord:
     return _record(value, header.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if header else None)
 
 
-def test_no_record_stops_a_running_consumer_and_lag_drains(tmp_path: Path) -> None:
+def test_no_record_stops_a_running_consumer_and_lag_drains(ports: Ports, tmp_path: Path) -> None:
     """The property: whatever arrives, decode raises only SchemaError, the consumer keeps going, every good
     record behind the hostile ones is handled, and the group's lag reaches zero."""
-    ports = _ports(tmp_path)
     runner = ConsumerRunner(_spec(), ports, state_dir=tmp_path / "state", retry_backoff_s=0.0)
     handled_before = 0
 
@@ -162,8 +164,7 @@ def test_no_record_stops_a_running_consumer_and_lag_drains(tmp_path: Path) -> No
     assert letters and all(d.consumer_group == runner.spec.group for d in letters)
 
 
-def test_a_failing_handler_is_retried_a_bounded_number_of_times_then_dead_lettered(tmp_path: Path) -> None:
-    ports = _ports(tmp_path)
+def test_a_failing_handler_is_retried_a_bounded_number_of_times_then_dead_lettered(ports: Ports, tmp_path: Path) -> None:
     poison, good = _ended(answer="boom"), _ended()
     ports.bus.publish_many([to_record(poison), to_record(good)])
     runner = ConsumerRunner(_spec(), ports, state_dir=tmp_path / "state", retry_backoff_s=0.0, max_attempts=3)
@@ -186,11 +187,10 @@ def test_a_header_that_disagrees_with_the_body_is_an_envelope_mismatch() -> None
     assert from_record(_record(encode(ENDED), "EpisodeEnded")) == ENDED  # type: ignore[arg-type]
 
 
-def test_live_and_replay_treat_every_hostile_record_the_same(tmp_path: Path) -> None:
+def test_live_and_replay_treat_every_hostile_record_the_same(ports: Ports, tmp_path: Path) -> None:
     """A deep old event, a lying header either way, a failing handler's input and one good event: the live
     consumer handles only the good one; replay admits exactly the same input, reproduces its output and the
     handler failure, and reports no difference."""
-    ports = _ports(tmp_path)
     good = _ended()
     hidden = _ended()  # an EpisodeEnded under an ActionTaken header: live skips it unread
     ports.bus.publish_many([

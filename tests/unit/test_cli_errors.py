@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from pathlib import Path
 
 import pytest
+from stack_support import free_port
 from typer.testing import CliRunner
 
 from infra.blobs.errors import BlobStoreError
@@ -23,12 +23,6 @@ from infra.events import ensure_topics, publish
 from infra.registry.port import RegistryUnavailable, VersionNotFound
 
 pytestmark = pytest.mark.unit
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +52,7 @@ def test_an_unknown_url_scheme_is_one_line_naming_it_and_the_supported_ones() ->
 
 
 def test_a_closed_port_is_one_line_naming_the_url() -> None:
-    url = f"kafka://127.0.0.1:{_closed_port()}"
+    url = f"kafka://127.0.0.1:{free_port()}"
     line = _fails("status", "--bus", url, env={"FLYWHEEL_CONNECT_TIMEOUT_S": "1"})
     assert url in line and "flywheel stack up" in line
 
@@ -165,7 +159,7 @@ def test_credentials_in_urls_are_masked_in_text() -> None:
 
 
 def test_a_registry_url_with_credentials_is_masked_in_its_errors_and_url() -> None:
-    url = f"http://ana:hunter2@127.0.0.1:{_closed_port()}"
+    url = f"http://ana:hunter2@127.0.0.1:{free_port()}"
     with pytest.raises(RegistryUnavailable) as caught:
         open_registry(url, Settings(connect_timeout_s=1))
     assert "hunter2" not in str(caught.value) and "ana:***@" in str(caught.value)
