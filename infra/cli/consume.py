@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
+from infra.cli.signals import stop_on_signals
 from infra.config import Settings
 from infra.registry.port import Registry
 
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
     from infra.bootstrap import Ports
 
 console = Console(stderr=True)
-
-
-def _stop_on_signals(stop: threading.Event) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
 
 
 class LazyRegistry:
@@ -87,12 +83,11 @@ class _RunnerWorker:
         return self.runner.stats
 
     def run(self) -> Any:
-        stop = threading.Event()
-        _stop_on_signals(stop)
-        try:
-            return self.runner.run(stop, idle_exit_s=self.idle_exit_s)
-        finally:
-            self.runner.close()
+        with stop_on_signals() as stop:
+            try:
+                return self.runner.run(stop, idle_exit_s=self.idle_exit_s)
+            finally:
+                self.runner.close()
 
 
 def run_worker(name: str, overrides: dict[str, str | None], state_dir: Path, idle_exit_s: float | None) -> None:
@@ -153,15 +148,14 @@ def consume(
     for proc in procs:
         proc.start()
     console.print(f"[bold]{name}[/]: {workers} workers, pids {', '.join(str(p.pid) for p in procs)}")
-    stop = threading.Event()
-    _stop_on_signals(stop)
-    while any(p.is_alive() for p in procs):
-        if stop.wait(0.5):
-            for proc in procs:
-                if proc.is_alive() and proc.pid is not None:
-                    proc.terminate()  # SIGTERM: each worker finishes its batch and closes
-            for proc in procs:
-                proc.join()
+    with stop_on_signals() as stop:
+        while any(p.is_alive() for p in procs):
+            if stop.wait(0.5):
+                for proc in procs:
+                    if proc.is_alive() and proc.pid is not None:
+                        proc.terminate()  # SIGTERM: each worker finishes its batch and closes
+                for proc in procs:
+                    proc.join()
     failed = [p.name for p in procs if p.exitcode not in (0, -signal.SIGTERM)]
     if failed:
         raise typer.Exit(code=1)

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
+from infra.cli.signals import stop_on_signals
 
 console = Console(stderr=True)
 
@@ -58,6 +59,12 @@ def _pool(options: WorkerOptions, ports, resolver):
 
 def run_rollout_worker(name: str, options: WorkerOptions) -> None:
     """One group member: open the ports, serve requests until stopped (or idle), close cleanly."""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
+    with stop_on_signals() as stop:  # finish the current request, then exit
+        _serve_rollouts(name, options, stop)
+
+
+def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) -> None:
     from infra.bootstrap import Ports, open_blob_store, open_bus
     from infra.cli.consume import LazyRegistry
     from infra.config import load_settings
@@ -65,10 +72,6 @@ def run_rollout_worker(name: str, options: WorkerOptions) -> None:
     from producers.rollout import RolloutWorker
     from producers.rollout.versions import VersionResolver
 
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())  # finish the current request, then exit
     settings = load_settings(**options.overrides)
     ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
     ensure_topics(ports.bus)
@@ -116,15 +119,13 @@ def rollout_worker(
     for proc in procs:
         proc.start()
     console.print(f"[bold]rollout-worker[/]: {workers} workers, pids {', '.join(str(p.pid) for p in procs)}")
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    while any(p.is_alive() for p in procs):
-        if stop.wait(0.5):
-            for proc in procs:
-                if proc.is_alive():
-                    proc.terminate()
-            for proc in procs:
-                proc.join()
+    with stop_on_signals() as stop:
+        while any(p.is_alive() for p in procs):
+            if stop.wait(0.5):
+                for proc in procs:
+                    if proc.is_alive():
+                        proc.terminate()
+                for proc in procs:
+                    proc.join()
     if any(p.exitcode not in (0, -signal.SIGTERM) for p in procs):
         raise typer.Exit(code=1)
