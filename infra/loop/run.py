@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bus_schemas.topics import TOPICS
 from infra.bootstrap import open_ports
-from infra.config import Settings
+from infra.config import Settings, mask_credentials
 from infra.events import decodable, ensure_topics
 from infra.loop.begin import begin_run
 from infra.loop.config import LoopConfig
@@ -64,7 +64,7 @@ def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool
         ensure_topics(ports.bus)
         start = begin_run(ports, config, run_id)
         log.info("run %s: %d train tasks, %d dev tasks, harness %s, bus %s", run_id, len(start.train), len(start.dev),
-                 start.harness_version, settings.bus)
+                 start.harness_version, mask_credentials(settings.bus))
         monitor = RunMonitor(ports.bus, run_id)
         with LoopView(console, enabled=show_progress) as view:
             if spawn:
@@ -88,12 +88,12 @@ def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool
         events = [e for topic in TOPICS for e in decodable(ports.bus.replay(topic)) if e.run_id == run_id]
         events.sort(key=lambda e: e.occurred_at)
         report = build_report(run_id, events, stage_seconds(monitor.rounds.values()))
-        report.settings.update({"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry,
+        shown = {name: mask_credentials(getattr(settings, name)) for name in ("bus", "blobs", "registry")}
+        report.settings.update({**shown,
                                 "consumers": "separate processes" if spawn else "in-process",
                                 **{k: str(v) for k, v in config.round_settings().items()}})
         html = write_report(report, out_dir)
-        (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, "bus": settings.bus, "blobs": settings.blobs,
-                                                      "registry": settings.registry}, indent=2))
+        (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, **shown}, indent=2))
     finally:
         ports.close()
     return LoopResult(run_id, settings.bus, report, html, [monitor.rounds[k] for k in sorted(monitor.rounds)],

@@ -24,6 +24,7 @@ from bus_schemas.events import (
 )
 
 from consumers.dev_evaluator.handler import kind_of
+from infra.config import mask_credentials
 
 CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
 RL_GROUP_PREFIX = "grpo:"
@@ -84,7 +85,11 @@ class RunReport:
     settings: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"run_id": self.run_id, "settings": self.settings, "rounds": [asdict(r) for r in self.rounds]}
+        return {"run_id": self.run_id, "settings": self.shown_settings(), "rounds": [asdict(r) for r in self.rounds]}
+
+    def shown_settings(self) -> dict[str, str]:
+        """The settings as a report shows them: credentials in URLs masked."""
+        return {k: mask_credentials(str(v)) for k, v in self.settings.items()}
 
 
 def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, dict[str, float]] | None = None) -> RunReport:

@@ -118,7 +118,7 @@ def write_report(report: RunReport, out_dir: Path) -> Path:
     _plot_dev(report, out_dir / "dev.png")
     _plot_cost(report, out_dir / "cost.png")
     _plot_curation(report, out_dir / "curation.png")
-    settings = "".join(f"<li>{html.escape(k)} = <code>{html.escape(v)}</code></li>" for k, v in report.settings.items())
+    settings = "".join(f"<li>{html.escape(k)} = <code>{html.escape(v)}</code></li>" for k, v in report.shown_settings().items())
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>planner-flywheel {html.escape(report.run_id)}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:100%}}</style></head><body>

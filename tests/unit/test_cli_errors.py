@@ -181,3 +181,13 @@ def test_status_survives_a_garbage_record_on_the_dead_letter_topic(tmp_path: Pat
     bus.close()
     result = CliRunner().invoke(app, ["status", "--bus", f"sqlite:///{tmp_path}/bus.db"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
+
+
+def test_a_run_report_shows_urls_with_credentials_masked(tmp_path: Path) -> None:
+    from infra.report import build_report, write_report
+
+    report = build_report("run-1", [])
+    report.settings.update({"registry": "http://ana:hunter2@mlflow:5000", "bus": "kafka://127.0.0.1:19092"})
+    html = write_report(report, tmp_path / "run-1")
+    written = html.read_text() + (tmp_path / "run-1" / "report.json").read_text()
+    assert "hunter2" not in written and "ana:***@mlflow" in written and "kafka://127.0.0.1:19092" in written
