@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from pydantic import TypeAdapter, ValidationError
 
 from bus_schemas.actions import Action, ToolCall, ToolError
+from bus_schemas.codec import MAX_NESTING_DEPTH, nesting_depth
 from harness_service.actions.format import ACTION_CLOSE, ACTION_OPEN
 from producers.backends.base import ToolSpec
 
@@ -113,6 +114,8 @@ class ActionParser:
                 "parse_error",
                 f"The action is {size} bytes; the limit is {self.max_action_bytes}. Use shorter arguments.",
             )
+        if nesting_depth(payload.encode("utf-8", "replace")) >= MAX_NESTING_DEPTH:  # ActionTaken could not carry it
+            return _error("parse_error", f"The action nests deeper than {MAX_NESTING_DEPTH - 1} levels. Use flat arguments.")
         try:
             data = orjson.loads(payload)
         except (orjson.JSONDecodeError, RecursionError, ValueError) as exc:

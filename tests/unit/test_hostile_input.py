@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bus_schemas.actions import ToolCall
+from bus_schemas.actions import ToolCall, ToolError
 from infra.blobs.errors import BlobStoreError
 from infra.blobs.filesystem import FileBlobStore
 from producers.backends.sandbox.backend import SandboxBackend
@@ -102,3 +102,27 @@ def test_oversized_arguments_are_refused_and_nothing_is_stored(sandbox: SandboxB
     assert observation.error is not None and observation.error.code == "invalid_argument"
     assert problem in observation.error.message
     assert sandbox.state() == before
+
+
+# -- model output the bus could not carry ------------------------------------------------------------------
+
+
+def _nested_action(depth: int) -> str:
+    """A tool call whose JSON nests ``depth`` levels (the action object is level 1)."""
+    inner = "[" * (depth - 2) + "]" * (depth - 2)
+    return f'<action>{{"kind": "tool_call", "name": "notes.add", "args": {{"text": {inner}}}}}</action>'
+
+
+def test_an_action_nested_deeper_than_an_event_can_carry_is_a_parse_error() -> None:
+    from bus_schemas.codec import MAX_NESTING_DEPTH, encode
+    from bus_schemas.examples import build_examples
+    from harness_service.actions.parser import ActionParser
+    from producers.backends.base import ToolSpec
+
+    tool = ToolSpec(name="notes.add", description="add", parameters={"type": "object"}, result_schema={}, writes=True)
+    parser = ActionParser([tool])
+    refused = parser.parse(_nested_action(MAX_NESTING_DEPTH))
+    assert isinstance(refused, ToolError) and refused.code == "parse_error" and "nests deeper" in refused.message
+    deepest = parser.parse(_nested_action(MAX_NESTING_DEPTH - 1))
+    assert isinstance(deepest, ToolCall)
+    encode(build_examples()["ActionTaken"].model_copy(update={"action": deepest}))  # the event still encodes
