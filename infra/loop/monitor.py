@@ -13,6 +13,7 @@ from bus_schemas.envelope import Event
 from bus_schemas.events import (
     DevSetEvaluated,
     EpisodeEnded,
+    EpisodeStarted,
     EpisodeVerified,
     FailureDiagnosed,
     HarnessRevisionDecided,
@@ -162,6 +163,9 @@ class RunMonitor:
         elif isinstance(e, RolloutRequested) and (e.group_id or "").startswith(RL_GROUP_PREFIX):
             self._rl.add(e.episode_id)
             r.mark("training", at)
+        elif isinstance(e, EpisodeStarted):  # a member's own start names its group (whatever the rollouts topic shows)
+            if (e.group_id or "").startswith(RL_GROUP_PREFIX):
+                self._rl.add(request_of(e.episode_id))
         elif isinstance(e, (EpisodeEnded, EpisodeVerified)) and request_of(e.episode_id or "") in self._rl:
             if isinstance(e, EpisodeVerified) and e.episode_id not in self._verified:
                 self._verified.add(e.episode_id)

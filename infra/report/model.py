@@ -10,6 +10,7 @@ from bus_schemas.envelope import Event
 from bus_schemas.events import (
     DevSetEvaluated,
     EpisodeEnded,
+    EpisodeStarted,
     EpisodeVerified,
     FailureDiagnosed,
     HarnessVersionPublished,
@@ -114,6 +115,8 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             r.care_schedule, r.care_schedule_next = event.previous, event.schedule
         if isinstance(event, RolloutRequested) and (event.group_id or "").startswith(RL_GROUP_PREFIX):
             rl_requests.add(event.episode_id)
+        if isinstance(event, EpisodeStarted) and (event.group_id or "").startswith(RL_GROUP_PREFIX):
+            rl_requests.add(request_of(event.episode_id))
         if isinstance(event, DevSetEvaluated) and event.split == "test":
             r.test_overall = event.overall
             r.test_per_category = {c: s.success_rate for c, s in event.per_category.items()}
