@@ -101,16 +101,27 @@ def rl(
     bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
     model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
     steps: Annotated[int, typer.Option(help="GRPO steps.")] = 4,
+    local_workers: Annotated[bool, typer.Option(help="Also run a rollout worker and the verifier in this process (off: only `flywheel consume rollout-worker` / `verifier` processes serve the groups).")] = True,
 ) -> None:
     """GRPO with CARE rewards over groups of bus rollouts; registers the result as @candidate."""
+    import tempfile
+
     from learner.jobs import run_rl
+    from learner.rl.services import LocalServices
 
     config = _config(model, work_dir)
-    with _ports(bus, blobs, registry) as ports, _bar("RL steps") as bar:
-        outcome, reports = run_rl(ports, config, version, steps=steps, run_id=_run_id(run_id), progress=bar)
+    with _ports(bus, blobs, registry) as ports, _bar("RL steps") as bar, tempfile.TemporaryDirectory() as scratch:
+        services = LocalServices(ports, Path(scratch)) if local_workers else None
+        try:
+            outcome, reports = run_rl(ports, config, version, steps=steps, run_id=_run_id(run_id), progress=bar,
+                                      pump=services.pump if services else None)
+        finally:
+            if services is not None:
+                services.close()
     for i, r in enumerate(reports):
         console.print(
             f"step {i}: success {r.success_rate:.2f} reward {r.mean_reward:.3f} samples {r.samples} "
+            f"staleness {r.staleness:.0f} |log ratio| {r.mean_abs_log_ratio:.4f} "
             f"rollout {r.rollout_s:.1f}s scoring {r.scoring_s:.1f}s update {r.update_s:.1f}s"
         )
     _print_outcome(model, outcome.model_version, outcome.dataset_digest, outcome.metrics)
