@@ -140,12 +140,14 @@ def run_sft(
     max_steps: int | None = None,
     time_budget_s: float | None = None,
     publish: bool = True,
+    request_id: str | None = None,
 ) -> TrainOutcome:
     """SFT on the current dataset; registers the checkpoint as ``@candidate`` and publishes lineage.
 
     ``base_version`` continues from that registered version (its tokenizer and window, ``config.continued_sft``
     settings, lineage parent); otherwise a fresh model (``config.sft``). ``max_steps`` overrides the settings'
-    step count; ``time_budget_s`` stops training early once that much wall time has passed.
+    step count; ``time_budget_s`` stops training early once that much wall time has passed. ``request_id`` (the
+    TrainingRequested answered) tags the version, so a redelivered request reuses it (``registered_for_request``).
     """
     data = current_dataset(ports, config)
     if not data.examples:
@@ -182,7 +184,8 @@ def run_sft(
         steps=result.steps,
         wall_time_s=result.wall_time_s,
     )
-    version, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round)
+    version, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round,
+                                          request_id=request_id)
     if publish:
         publish_all(ports.bus, events)
     return TrainOutcome(version.version, target, data.digest, lineage.metrics, events)
@@ -267,6 +270,7 @@ def rl_tasks(ports: Ports, config: LearnerConfig, run_id: str) -> list[TaskSpeci
 def run_rl(
     ports: Ports, config: LearnerConfig, version: str, *, steps: int, run_id: str, round: int = 0,
     progress: Progress | None = None, publish: bool = True, pump: Pump | None = None, sft_steps: int = 0,
+    request_id: str | None = None,
 ) -> tuple[TrainOutcome, list[RlStepReport]]:
     """``steps`` GRPO steps from ``version`` on rollouts through the bus; registers the result with ``version`` as parent.
 
@@ -338,7 +342,8 @@ def run_rl(
         steps=sft_steps + len(reports),
         wall_time_s=sum(r.rollout_s + r.scoring_s + r.update_s for r in reports),
     )
-    ref, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round)
+    ref, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round,
+                                      request_id=request_id, companions=[chosen])
     if publish:
         publish_all(ports.bus, events)
     return TrainOutcome(ref.version, target, digest, metrics, [chosen, *events]), reports

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ PRODUCER = Producer(service="learner", version="0.1.0")
 CHECKPOINT_MEDIA_TYPE = "application/x-tar"
 CANDIDATE, PRODUCTION = "candidate", "production"
 ARTIFACT_PATH = "checkpoint"  # where producers/rollout expects a version's files
+EVENTS_FILE = "events.json"  # the events a registration publishes, kept with its run for a redelivered request
+REQUEST_TAG = "training_request"  # the event id of the TrainingRequested a version answers
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,22 @@ def checkpoint_blob(blobs: BlobStore, checkpoint: Path) -> BlobRef:
 
 
 def register_checkpoint(
-    registry: Registry, blobs: BlobStore, checkpoint: Path, lineage: Lineage, *, run_id: str, round: int | None = None
+    registry: Registry,
+    blobs: BlobStore,
+    checkpoint: Path,
+    lineage: Lineage,
+    *,
+    run_id: str,
+    round: int | None = None,
+    request_id: str | None = None,
+    companions: Sequence[Event] = (),
 ) -> tuple[VersionRef, list[Event]]:
     """Log the run with its lineage, register the version with tags, alias it ``@candidate``.
 
     Returns the version and the events to publish (TrainingRunStarted, TrainingRunCompleted,
-    ModelVersionRegistered), whose blobs are already stored.
+    ModelVersionRegistered), whose blobs are already stored. With ``request_id`` (the TrainingRequested it
+    answers) the version is tagged with it and the run keeps ``companions`` + those events, so a redelivered
+    request is answered from the registry (:func:`registered_for_request`) instead of training a second version.
     """
     blob = checkpoint_blob(blobs, checkpoint)
     tags = {
@@ -75,6 +87,7 @@ def register_checkpoint(
         "parent_version": lineage.parent_version or "",
         "checkpoint_sha256": blob.sha256,
         "flywheel_run_id": run_id,
+        **({REQUEST_TAG: request_id} if request_id else {}),
     }
     params = {**lineage.params, "dataset_digest": lineage.dataset_digest, "harness_version": lineage.harness_version}
     params["parent_version"] = lineage.parent_version or "none"
@@ -86,10 +99,45 @@ def register_checkpoint(
         "lineage.json",
     )
     registry.log_artifacts(mlflow_run, checkpoint, ARTIFACT_PATH)
+    envelope = dict(producer=PRODUCER, run_id=run_id, round=round)
+    events = _registration_events(lineage, blob, mlflow_run, envelope)
+    # The version number is only known after registering: the stored copy carries a placeholder, filled in on load.
+    registry.log_dict(mlflow_run, {"events": [_event_json(e) for e in (*companions, *events)]}, EVENTS_FILE)
     registry.end_run(mlflow_run)
     version = registry.register_version(lineage.model_name, mlflow_run, ARTIFACT_PATH, tags=tags)
     registry.set_alias(lineage.model_name, CANDIDATE, version.version)
-    envelope = dict(producer=PRODUCER, run_id=run_id, round=round)
+    return version, _with_version(events, version)
+
+
+def registered_for_request(registry: Registry, model_name: str, request_id: str) -> list[Event] | None:
+    """The events of the version registered for TrainingRequested ``request_id``; None if none was registered.
+
+    A trainer that crashed after registering and before its commit gets the request again; it answers with
+    the same events (same ids) instead of registering a second version.
+    """
+    found = next((v for v in registry.versions(model_name) if v.tags.get(REQUEST_TAG) == request_id), None)
+    if found is None or found.run_id is None:
+        return None
+    from bus_schemas.codec import decode
+
+    stored = registry.load_dict(found.run_id, EVENTS_FILE)["events"]
+    registry.set_alias(model_name, CANDIDATE, found.version)  # the crash may have come before the alias
+    return _with_version([decode(orjson.dumps(e)) for e in stored], found)
+
+
+def _event_json(event: Event) -> dict[str, Any]:
+    return orjson.loads(orjson.dumps(event.model_dump(mode="json")))
+
+
+def _with_version(events: list[Event], version: VersionRef) -> list[Event]:
+    return [
+        e.model_copy(update={"model_version": version.version, "registry_uri": version.uri})
+        if isinstance(e, ModelVersionRegistered) else e
+        for e in events
+    ]
+
+
+def _registration_events(lineage: Lineage, blob: BlobRef, mlflow_run: str, envelope: dict[str, Any]) -> list[Event]:
     started = TrainingRunStarted(
         **envelope,
         model_name=lineage.model_name,
@@ -115,13 +163,13 @@ def register_checkpoint(
         **envelope,
         causation_id=completed.event_id,
         model_name=lineage.model_name,
-        model_version=version.version,
+        model_version="0",  # set by _with_version once the registry has numbered the version
         checkpoint=blob,
         training_run_id=mlflow_run,
         parent_version=lineage.parent_version,
-        registry_uri=version.uri,
+        registry_uri="models:/pending",
     )
-    return version, [started, completed, registered]
+    return [started, completed, registered]
 
 
 def record_evaluation(registry: Registry, evaluated: DevSetEvaluated) -> None:

@@ -66,6 +66,14 @@ class Trainer:
         assert isinstance(event, TrainingRequested)
         from learner.jobs import run_rl, run_sft
 
+        from learner.registry import registered_for_request
+
+        replayed = registered_for_request(ports.registry, event.model_name, event.event_id)
+        if replayed is not None:  # trained and registered before a crash that came ahead of the commit
+            log.info("round %s: request %s already registered %s; publishing its events again, not training twice",
+                     event.round, event.event_id, next((getattr(e, "model_version", "") for e in replayed
+                                                        if e.event_type == "ModelVersionRegistered"), "?"))
+            return self._caused_by(event, replayed)
         config = self.config.model_copy(update={"model_name": event.model_name})
         parent = base_version(event)
         started = time.perf_counter()
@@ -75,10 +83,10 @@ class Trainer:
             if event.algorithm == "rl" and parent is not None:  # GRPO (after continued SFT with rl.sft_steps > 0)
                 outcome, _ = run_rl(ports, config, parent, steps=config.rl.steps_per_round, run_id=event.run_id,
                                     round=event.round or 0, progress=self.progress, publish=False, pump=self.pump,
-                                    sft_steps=config.rl.sft_steps)
+                                    sft_steps=config.rl.sft_steps, request_id=event.event_id)
             else:
                 outcome = run_sft(ports, config, run_id=event.run_id, round=event.round or 0, base_version=parent,
-                                  progress=self.progress, publish=False)
+                                  progress=self.progress, publish=False, request_id=event.event_id)
         except ValueError as exc:  # no trainable data, an unknown base version: a failed run, not a poison event
             log.error("round %s: training failed: %s", event.round, exc)
             return [TrainingRunCompleted(producer=PRODUCER, **correlate(event), model_name=event.model_name,
@@ -86,7 +94,11 @@ class Trainer:
                                          wall_time_s=time.perf_counter() - started, error=str(exc)[:2000])]
         log.info("round %s: registered %s/%s (%s)", event.round, event.model_name, outcome.model_version,
                  ", ".join(f"{k}={v:.3g}" for k, v in outcome.metrics.items()))
-        return [e.model_copy(update={"causation_id": event.event_id}) if e.causation_id is None else e for e in outcome.events]
+        return self._caused_by(event, outcome.events)
+
+    @staticmethod
+    def _caused_by(request: Event, events: list[Event]) -> list[Event]:
+        return [e.model_copy(update={"causation_id": request.event_id}) if e.causation_id is None else e for e in events]
 
 
 def build(config=None, progress: Progress | None = None, pump: Callable[[], int] | None = None) -> ConsumerSpec:  # noqa: ANN001

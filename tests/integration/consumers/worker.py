@@ -3,6 +3,7 @@ runner on the embedded log); with ``crash``, SIGKILL itself after handling, befo
 SIGSTOP itself once at that point (a zombie, for the fencing test)."""
 
 import inspect
+import logging
 import os
 import signal
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 from infra.cli.consume import build_worker, open_worker_ports
 
 name, bus, blobs, registry, state_dir, mode = sys.argv[1:7]
+logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")  # on stderr, as flywheel consume
 settings, ports = open_worker_ports({"bus": bus, "blobs": blobs, "registry": registry})
 worker = build_worker(name, settings, ports, Path(state_dir), float(os.environ.get("IDLE_EXIT_S", "4")))
 print(f"worker {type(worker).__name__}", flush=True)
