@@ -87,7 +87,8 @@ def apply_delta(initial: Any, changes: list[Any]) -> Any:
 
 class _Written:
     """Initial states already turned into a blob (by object: the backend reuses one per task instance) and the
-    blob stores that already hold each, so a task instance's state is serialised and put once per process."""
+    blob stores that already hold each, so a task instance's state is serialised and put once per process.
+    Contract: a backend never mutates an initial state it has handed out (the sandbox's is shared and frozen)."""
 
     def __init__(self) -> None:
         self.refs: OrderedDict[int, tuple[Any, BlobRef, bytes]] = OrderedDict()  # id -> (the state, kept alive)

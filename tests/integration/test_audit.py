@@ -47,7 +47,7 @@ def audited(tmp_path) -> Ports:
 def test_replay_reproduces_every_recorded_output_and_checks_blobs(audited):
     report = replay_verify(audited, {n: CONSUMERS[n] for n in DETERMINISTIC}, Scope())
     assert report.ok, report.differences[:3] or report.bad_blobs[:3]
-    assert report.inputs["verifier"] == 24
+    assert report.inputs["verifier"] == 48  # each episode's EpisodeStarted (remembered) and EpisodeEnded (judged)
     assert report.outputs_compared["verifier"] == 24 and report.outputs_compared["curator"] >= 24
     assert report.outputs_compared["diagnoser"] >= 1
     assert report.blobs_checked >= 24
@@ -58,7 +58,7 @@ def test_replay_reports_a_tampered_blob_and_a_changed_output(audited):
     ref = verdict.evidence[0]
     (audited.blobs.root / ref.sha256[:2] / ref.sha256[2:4] / ref.sha256).write_bytes(b"tampered")
     report = replay_verify(audited, {"verifier": CONSUMERS["verifier"]}, Scope(episode_id=verdict.episode_id))
-    assert report.inputs["verifier"] == 1
+    assert report.inputs["verifier"] == 2
     assert any(ref.sha256 in bad for bad in report.bad_blobs)
     assert report.differences and report.differences[0].input_event_id == verdict.causation_id
     assert not report.ok

@@ -127,7 +127,8 @@ def test_two_worker_processes_share_the_partitions(ports, urls, tmp_path):
     err = "".join(lines)
     assert proc.returncode == 0, err[-3000:]
     handled = [int(n) for n in re.findall(r"stopped: RunStats\(handled=(\d+)", err)]
-    assert len(handled) == 2 and all(n > 0 for n in handled) and sum(handled) == 24, err[-3000:]
+    # 24 episodes: each one's EpisodeStarted (remembered by the verifier) and EpisodeEnded (judged)
+    assert len(handled) == 2 and all(n > 0 for n in handled) and sum(handled) == 48, err[-3000:]
     verdicts = _verdicts(ports)
     assert len(verdicts) == 24 and all(len(v) == 1 for v in verdicts.values())
 

@@ -80,3 +80,25 @@ def test_the_verifier_decodes_no_step_of_the_episode_it_judges(ports, monkeypatc
     [verdict] = Verifier().handle(ended, ports)
     assert verdict.outcome == "success"
     assert "EpisodeStarted" in decoded and not {"ActionTaken", "ObservationReturned", "ContextBuilt"} & set(decoded)
+
+
+def test_a_start_the_verifier_saw_spares_the_log_lookup_and_gives_the_same_verdict(ports, monkeypatch):
+    from bus_schemas.events import EpisodeStarted
+    from consumers.common.log_index import LogIndex
+
+    task = next(t for t in suite() if t.split == "train")
+    publish_all(ports.bus, [task])
+    events = record_episode(task, reference_solver, ports.blobs, episode_id="ep-seen")
+    publish_all(ports.bus, events)
+    started, ended = events[0], events[-1]
+    assert isinstance(started, EpisodeStarted)
+    from_log = Verifier().handle(ended, ports)[0]  # a replica that never saw the start (restart, rebalance)
+
+    def no_lookup(*_a, **_k):
+        raise AssertionError("the start was seen: no log lookup")
+
+    monkeypatch.setattr(LogIndex, "first_of", no_lookup)
+    verifier = Verifier()
+    assert verifier.handle(started, ports) == []
+    remembered = verifier.handle(ended, ports)[0]
+    assert remembered.model_dump(exclude={"event_id", "occurred_at"}) == from_log.model_dump(exclude={"event_id", "occurred_at"})
