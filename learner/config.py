@@ -40,7 +40,8 @@ class LearnerConfig(BaseModel):
     vocab_size: Annotated[int, Field(ge=300)] = 512
     """Small, so names and values the model never saw still split into pieces it has produced."""
     max_prompt_tokens: Annotated[int, Field(ge=32)] = 384
-    max_new_tokens: Annotated[int, Field(ge=8)] = 64
+    max_new_tokens: Annotated[int, Field(ge=8)] = 96
+    """64 cut the longest reference actions (e.g. ``clock.set_alarm`` with a list of days) before ``</action>``."""
     goal_tokens: Annotated[int, Field(ge=0)] = 80
     """The task turn's first tokens kept in every prompt (0: only the newest ``max_prompt_tokens``)."""
     system_tokens: Annotated[int, Field(ge=0)] = 160
