@@ -1,19 +1,20 @@
 """kill -9 the verifier, curator and diagnoser processes at random points while >= 10k events flow.
 
-A clean in-process run over a copy of the same log gives the reference projections; the chaos run
-(each consumer its own `flywheel consume` process, killed and restarted at random, >= 20 kills)
-must end with exactly the same outputs: 0 lost, 0 duplicated.
+A clean in-process run over an embedded copy of the same log gives the reference projections; the chaos run
+(each consumer its own `flywheel consume` process, killed and restarted at random, >= 20 kills), on the
+embedded log and on the real Kafka broker (FastStream apps, per-partition fenced transactions), must end with
+exactly the same outputs: 0 lost, 0 duplicated.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -86,18 +87,27 @@ def _spawn(name: str, bus_url: str, blobs_url: str, state: Path, log: Path) -> s
     )
 
 
-def test_random_kills_lose_and_duplicate_nothing(tmp_path):
+@pytest.fixture(params=["embedded", "kafka"])
+def chaos_bus_url(request, tmp_path) -> str:
+    """Where the chaos run happens: an embedded log file, or a fresh namespace on the real broker."""
+    if request.param == "embedded":
+        return f"sqlite:///{tmp_path}/chaos.db?session_timeout_s=2"
+    stack = request.getfixturevalue("real_stack")
+    return f"kafka://{stack.host}:{stack.kafka_port}?session_timeout_s=6&namespace=chaos-{uuid.uuid4().hex[:10]}"
+
+
+def test_random_kills_lose_and_duplicate_nothing(tmp_path, chaos_bus_url):
     blobs_dir = tmp_path / "blobs"
     blobs = FileBlobStore(blobs_dir)
     tasks = [t for t in build_task_suite("chaos") if t.split in ("train", "dev")]
     stream = [*tasks, *_record_stream(blobs, tasks)]
-    chaos_db, clean_db = tmp_path / "chaos.db", tmp_path / "clean.db"
-    bus = open_bus(f"sqlite:///{chaos_db}")
-    ensure_topics(bus)
-    for i in range(0, len(stream), 2000):
-        publish_all(bus, stream[i : i + 2000])
-    bus.close()
-    shutil.copy(chaos_db, clean_db)
+    clean_db = tmp_path / "clean.db"
+    for url in (f"sqlite:///{clean_db}", chaos_bus_url):
+        bus = open_bus(url)
+        ensure_topics(bus)
+        for i in range(0, len(stream), 2000):
+            publish_all(bus, stream[i : i + 2000])
+        bus.close()
     assert len(stream) >= 10_000
 
     # the reference: each consumer in process, to completion, over the clean copy
@@ -111,7 +121,7 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path):
 
     # the chaos run: separate processes, killed at random and restarted
     rng = random.Random(7)
-    bus_url = f"sqlite:///{chaos_db}?session_timeout_s=2"
+    bus_url = chaos_bus_url
     blobs_url = f"file:///{blobs_dir}"
     state, log = tmp_path / "chaos-state", tmp_path / "consumers.log"
     state.mkdir()
@@ -138,14 +148,14 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path):
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=60)
 
-    final = open_bus(f"sqlite:///{chaos_db}")
+    final = open_bus(bus_url)
     got = _outputs(final)
     dangling = _dangling_links(final)
     final.close()
     processed = sum(sum(c.values()) for c in got.values())
     lost = sum(((expected[n] - got[n]) for n in CONSUMERS), Counter())
     duplicated = sum(((got[n] - expected[n]) for n in CONSUMERS), Counter())
-    print(f"\nkill -9: kills survived={kills} input events={len(stream)} outputs={processed} "
+    print(f"\nkill -9 on {bus_url.split(':')[0]}: kills survived={kills} input events={len(stream)} outputs={processed} "
           f"lost={sum(lost.values())} duplicated={sum(duplicated.values())}")
     assert kills >= 20
     assert sum(expected[n].total() for n in CONSUMERS) > 1000
