@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# bench/consumers.py would shadow the consumers package (RL's rollout worker and verifier) when run as a script
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 
 def main() -> int:

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 from time import perf_counter
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# bench/consumers.py would shadow the consumers package (RL's rollout worker and verifier) when run as a script
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 import torch
 from rich.console import Console
