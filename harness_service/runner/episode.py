@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from dataclasses import dataclass, field, replace
 from time import perf_counter
 
@@ -161,7 +162,10 @@ class _Episode:
         self.tool_names = tool_names
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
-        self.id = ids.episode_id if parent is None and ids.episode_id else new_event_id()
+        if parent is None:
+            self.id = ids.episode_id or new_event_id()
+        else:  # from the parent's id and step: a replay of the parent (learner.dataset.render) re-creates it
+            self.id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{parent.id}/subagent/{parent.steps}"))
         budgets = effective_budgets(harness.config.budgets, task.budgets, max_steps)
         if parent is not None and parent.tokens_left() is not None:
             budgets = budgets.model_copy(update={"max_tokens": max(1, parent.tokens_left() or 1)})

@@ -94,7 +94,7 @@ def rerender_episode(
         config=config, policy=ScriptedPolicy(script, "replay"), blobs=blobs, events=replayed.append, skills=skills
     )
     memory = MemoryStore() if config.memory.enabled else None
-    run_episode(harness, task, SandboxBackend(), RunIds(run_id="rerender"), memory, record.started.seed)
+    run_episode(harness, task, SandboxBackend(), RunIds(run_id="rerender", episode_id=episode_id), memory, record.started.seed)
     contexts = [e for e in replayed if isinstance(e, ContextBuilt)]
     if len(contexts) < len(order):
         raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.unit
 def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_served(embedded_ports, tmp_path: Path) -> None:
     ports = embedded_ports
     config = LearnerConfig(
-        cold_start_seeds=1, sft=SftSettings(max_steps=3, batch_size=4), dev_per_category=1, work_dir=tmp_path / "work"
+        cold_start_seeds=1, train_categories=("tool_use",), max_difficulty=1,  # a small pool: 4 templates x 18
+        sft=SftSettings(max_steps=3, batch_size=4), dev_per_category=1, work_dir=tmp_path / "work"
     )
     with pytest.raises(ValueError, match="seed the cold start first"):
         run_sft(ports, config, run_id="run-jobs")
@@ -71,19 +72,21 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
     from learner.model.factory import load_checkpoint
 
     ports = embedded_ports
-    config = LearnerConfig(cold_start_seeds=1, sft=SftSettings(max_steps=2, batch_size=4), work_dir=tmp_path / "w")
+    config = LearnerConfig(cold_start_seeds=1, train_categories=("tool_use",), max_difficulty=1,
+                           sft=SftSettings(max_steps=2, batch_size=4), work_dir=tmp_path / "w")
     seed_reference_episodes(ports, config, run_id="run-cont")
     base = run_sft(ports, config, run_id="run-cont")
     # a config with another vocabulary and window: the continued run must keep the base version's
-    other = config.model_copy(update={"vocab_size": 700, "max_prompt_tokens": 100, "goal_tokens": 10})
+    other = config.model_copy(update={"vocab_size": 700, "max_prompt_tokens": 100, "goal_tokens": 10, "system_tokens": 20,
+                                      "max_new_tokens": 64})
     continued = run_sft(ports, other, run_id="run-cont", round=1, base_version=base.model_version, max_steps=3)
     ref = ports.registry.resolve(f"planner/{continued.model_version}")
     assert ref.tags["parent_version"] == base.model_version
     run = ports.registry.get_run(ref.run_id or "")
     assert run.params["max_steps"] == "3" and run.params["parent_version"] == base.model_version
-    assert PromptWindow.load(continued.checkpoint) == PromptWindow.load(base.checkpoint) != PromptWindow(100, 64, 10)
+    assert PromptWindow.load(continued.checkpoint) == PromptWindow.load(base.checkpoint) != PromptWindow(100, 64, 10, 20)
     (_, base_tokenizer), (_, tokenizer) = load_checkpoint(base.checkpoint), load_checkpoint(continued.checkpoint)
     assert tokenizer.get_vocab() == base_tokenizer.get_vocab() and len(tokenizer) != 700
     fresh = run_sft(ports, other, run_id="run-cont", round=2, time_budget_s=0.0)
     assert fresh.metrics["train_steps"] == 1.0  # the deadline stops after the first step
-    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10)
+    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20)
