@@ -14,6 +14,7 @@ is seen and nothing is handled twice.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 
@@ -27,6 +28,7 @@ from infra.bus.records import OutgoingRecord
 log = logging.getLogger("flywheel.bus")
 
 TRANSACTION_TIMEOUT_MS = 10_000
+CLAIM_WAIT_S = 120.0
 
 
 class Fenced(BusWriteError):
@@ -47,6 +49,14 @@ class PartitionProducers:
         self._owned: dict[AioTopicPartition, AIOKafkaProducer] = {}
         # Partitions whose producer was dropped after an error other than a fence: still ours while assigned.
         self._broken: set[AioTopicPartition] = set()
+        # Set while no claim is under way: the fetcher may hand out records of a partition while the rebalance
+        # callback is still starting its producer, and such a commit must wait for the claim, not fail.
+        self._settled: asyncio.Event | None = None
+
+    def _settled_event(self) -> asyncio.Event:
+        if self._settled is None:
+            self._settled = asyncio.Event()  # created on the loop that uses it
+        return self._settled
 
     def owns(self, tp: AioTopicPartition) -> bool:
         return tp in self._owned
@@ -59,6 +69,19 @@ class PartitionProducers:
 
     async def claim(self, consumer: AIOKafkaConsumer, assigned: Iterable[AioTopicPartition]) -> None:
         """Fence the previous owners of ``assigned``, then start reading each from its (now final) commit."""
+        assigned = sorted(assigned)
+        settled = self._settled_event()
+        settled.clear()
+        # Nothing of these partitions reaches the handler until the claim is done: aiokafka starts fetching
+        # from the offsets it read on assignment while this callback runs, and those may predate the fence.
+        consumer.pause(*assigned)
+        try:
+            await self._claim(consumer, assigned)
+        finally:
+            consumer.resume(*[tp for tp in assigned if tp in consumer.assignment()])
+            settled.set()
+
+    async def _claim(self, consumer: AIOKafkaConsumer, assigned: Iterable[AioTopicPartition]) -> None:
         for tp in sorted(assigned):
             if tp not in self._owned:
                 producer = AIOKafkaProducer(
@@ -95,6 +118,10 @@ class PartitionProducers:
         topic_name=lambda name: name,  # noqa: ANN001 - maps an output's topic to its wire name
     ) -> list:
         """``outputs`` and the offset of ``tp`` in the transaction of ``tp``'s producer: both or neither."""
+        try:
+            await asyncio.wait_for(self._settled_event().wait(), CLAIM_WAIT_S)
+        except TimeoutError:
+            raise Fenced(f"group {self.group!r} never finished claiming its partitions") from None
         producer = self._owned.get(tp)
         if producer is None:
             raise Fenced(f"group {self.group!r} does not own {tp.topic}[{tp.partition}] (revoked or fenced)")
