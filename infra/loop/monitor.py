@@ -164,7 +164,7 @@ class RunMonitor:
             self._rl.add(e.episode_id)
             r.mark("training", at)
         elif isinstance(e, EpisodeStarted):  # a member's own start names its group (whatever the rollouts topic shows)
-            if (e.group_id or "").startswith(RL_GROUP_PREFIX):
+            if (e.group_id or "").startswith(RL_GROUP_PREFIX) and not e.parent_episode_id:  # sub-agents share the group
                 self._rl.add(request_of(e.episode_id))
         elif isinstance(e, (EpisodeEnded, EpisodeVerified)) and request_of(e.episode_id or "") in self._rl:
             if isinstance(e, EpisodeVerified) and e.episode_id not in self._verified:

@@ -115,7 +115,7 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             r.care_schedule, r.care_schedule_next = event.previous, event.schedule
         if isinstance(event, RolloutRequested) and (event.group_id or "").startswith(RL_GROUP_PREFIX):
             rl_requests.add(event.episode_id)
-        if isinstance(event, EpisodeStarted) and (event.group_id or "").startswith(RL_GROUP_PREFIX):
+        if isinstance(event, EpisodeStarted) and (event.group_id or "").startswith(RL_GROUP_PREFIX) and not event.parent_episode_id:
             rl_requests.add(request_of(event.episode_id))
         if isinstance(event, DevSetEvaluated) and event.split == "test":
             r.test_overall = event.overall
