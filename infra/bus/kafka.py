@@ -37,6 +37,7 @@ from infra.bus.records import (
 throttle_client_logs()
 
 _PAGE = 5000
+_READER_RENEWALS = 2
 # aiokafka validates records with assertions (unknown partition, oversized value) before sending.
 _SEND_ERRORS = (AioKafkaError, AssertionError, ValueError)
 # What stopping a client can raise when its broker is already gone.
@@ -195,31 +196,56 @@ class KafkaBus:
             if since is not None:
                 found = self._loop.run(reader.offsets_for_times({tp: int(since.timestamp() * 1000) for tp in tps}))
                 starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
-            for tp in tps:
-                yield from self._read_partition(reader, tp, starts[tp], ends[tp])
+        finally:
+            self._loop.run(reader.stop())
+        for tp in tps:
+            yield from self._read_partition(tp, starts[tp], ends[tp])
+
+    def _read_partition(self, tp: AioTopicPartition, start: int, end: int) -> Iterator[Record]:
+        """Records of one partition in [start, end). Offsets may have gaps (transaction markers, aborted
+        records), so progress is read from the consumer's position, not from the last record's offset.
+
+        aiokafka's ``getmany`` restarts its wait whenever a fetch round completes, so a fetcher that keeps
+        completing empty rounds never returns; each call is bounded here, and a reader that makes no progress
+        is replaced by a fresh one (twice) before the replay is reported as stalled.
+        """
+        if start >= end:
+            return
+        position, renewals = start, 0
+        reader = self._loop.run(self._positioned_reader(tp, start))
+        try:
+            while position < end:
+                batch = self._loop.run(self._bounded_getmany(reader, tp))
+                records = batch.get(tp, [])
+                for msg in records:
+                    if msg.offset >= end:
+                        return
+                    yield _to_record(msg)
+                moved_to = self._loop.run(reader.position(tp))
+                if records or moved_to > position:
+                    position = moved_to
+                    continue
+                if renewals == _READER_RENEWALS:
+                    raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
+                renewals += 1
+                self._loop.run(reader.stop())
+                reader = self._loop.run(self._positioned_reader(tp, position))
         finally:
             self._loop.run(reader.stop())
 
-    def _read_partition(self, reader: AIOKafkaConsumer, tp: AioTopicPartition, start: int, end: int) -> Iterator[Record]:
-        """Records of one partition in [start, end). Offsets may have gaps (transaction markers, aborted
-        records), so progress is read from the consumer's position, not from the last record's offset."""
-        if start >= end:
-            return
+    async def _positioned_reader(self, tp: AioTopicPartition, offset: int) -> AIOKafkaConsumer:
+        reader = await self._reader()
+        reader.assign([tp])
+        reader.seek(tp, offset)
+        return reader
 
-        async def position_at_start() -> None:
-            reader.assign([tp])
-            reader.seek(tp, start)
-
-        self._loop.run(position_at_start())
-        while (position := self._loop.run(reader.position(tp))) < end:
-            batch = self._loop.run(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE))
-            records = batch.get(tp, [])
-            for msg in records:
-                if msg.offset >= end:
-                    return
-                yield _to_record(msg)
-            if not records and self._loop.run(reader.position(tp)) == position:
-                raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
+    async def _bounded_getmany(self, reader: AIOKafkaConsumer, tp: AioTopicPartition) -> dict:
+        try:
+            return await asyncio.wait_for(
+                reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE), self.timeout_s + 5
+            )
+        except TimeoutError:
+            return {}
 
     # -- consumer groups ----------------------------------------------------------------------
 
