@@ -9,13 +9,17 @@ UV_VERSION := 0.13.8
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 export PIP_CACHE_DIR ?= $(CURDIR)/.cache/pip
 export HF_HUB_OFFLINE := 1
+# Two pytest workers: most of the suite waits on servers, subprocesses and group joins, not on the CPU. A file's
+# tests stay on one worker (loadfile), so a module's fixtures and its ordering hold.
+PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: run test install lock stack-up stack-down bench clean help adb
+.PHONY: run test test-fast install lock stack-up stack-down bench clean help adb
 
 help:
 	@echo "make run    - install into .venv and run the main job on the embedded default (no servers)"
 	@echo "make test   - install, start the real local stack (Kafka, SeaweedFS, MLflow), run every test, stop the stack"
+	@echo "make test-fast - the unit tests only: no servers, a few minutes"
 	@echo "make bench  - run the benchmarks (needs the stack for the Kafka rows: make stack-up)"
 	@echo "make lock   - re-resolve requirements/*.lock from pyproject.toml"
 
@@ -57,13 +61,17 @@ test: install adb
 	@status=0; \
 	$(BIN)/flywheel stack up || status=$$?; \
 	if [ $$status -eq 0 ]; then \
-		PYTHONFAULTHANDLER=1 timeout --signal=ABRT --kill-after=60 $(TEST_TIMEOUT_S) $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; \
+		PYTHONFAULTHANDLER=1 timeout --signal=ABRT --kill-after=60 $(TEST_TIMEOUT_S) \
+			$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS) || status=$$?; \
 		if [ $$status -eq 124 ] || [ $$status -eq 134 ] || [ $$status -eq 137 ]; then \
 			echo "pytest did not exit within $(TEST_TIMEOUT_S) s: killed (thread stacks above)"; fi; \
 	fi; \
 	$(BIN)/flywheel stack down || true; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: that is a failure"; fi; \
 	exit $$status
+
+test-fast: install
+	$(BIN)/pytest -m unit -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python bench/bus_throughput.py
