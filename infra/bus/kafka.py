@@ -8,6 +8,7 @@ long-running services subscribe through FastStream on the same aiokafka stack.
 from __future__ import annotations
 
 import asyncio
+import logging
 import concurrent.futures
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,6 +36,7 @@ from infra.bus.records import (
 )
 
 throttle_client_logs()
+log = logging.getLogger("flywheel.bus")
 
 _PAGE = 5000
 _READER_RENEWALS = 2
@@ -228,10 +230,12 @@ class KafkaBus:
                 if renewals == _READER_RENEWALS:
                     raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
                 renewals += 1
-                self._loop.run(reader.stop())
+                log.warning("replay of %s[%d] made no progress at offset %d (end %d): reading on with a fresh reader",
+                            tp.topic, tp.partition, position, end)
+                self._loop.run(self._stop_reader(reader))
                 reader = self._loop.run(self._positioned_reader(tp, position))
         finally:
-            self._loop.run(reader.stop())
+            self._loop.run(self._stop_reader(reader))
 
     async def _positioned_reader(self, tp: AioTopicPartition, offset: int) -> AIOKafkaConsumer:
         reader = await self._reader()
@@ -240,12 +244,20 @@ class KafkaBus:
         return reader
 
     async def _bounded_getmany(self, reader: AIOKafkaConsumer, tp: AioTopicPartition) -> dict:
-        try:
-            return await asyncio.wait_for(
-                reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE), self.timeout_s + 5
-            )
-        except TimeoutError:
-            return {}
+        """At most ``timeout_s`` + 5 s; a call still running then is cancelled and left behind (not awaited: a
+        getmany that ignores its timeout may ignore the cancellation too, and ``wait_for`` would wait for it)."""
+        task = asyncio.ensure_future(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE))
+        done, _ = await asyncio.wait({task}, timeout=self.timeout_s + 5)
+        if task in done:
+            return task.result()
+        task.cancel()
+        return {}
+
+    async def _stop_reader(self, reader: AIOKafkaConsumer) -> None:
+        task = asyncio.ensure_future(reader.stop())
+        done, _ = await asyncio.wait({task}, timeout=self.timeout_s)
+        if task not in done:
+            task.cancel()
 
     # -- consumer groups ----------------------------------------------------------------------
 
