@@ -3,12 +3,13 @@ revisions (HarnessRevisionDecided; the harness reviser publishes an accepted one
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from infra.cli.run import BlobsOpt, BusOpt
 
@@ -52,14 +53,21 @@ def list_(bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
     from consumers.review.queue import curation_log, pending
 
     bus_port, _ = _open(bus, blobs)
-    table = Table("episode", "task", "requested", "reasons")
-    for request in pending(curation_log(bus_port)):
+    requests = pending(curation_log(bus_port))
+    table = Table(_id_column("episode", (r.episode_id for r in requests)), "task", "requested", "reasons")
+    for request in requests:
         table.add_row(request.episode_id, request.task_id, request.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), "; ".join(request.reasons))
     console.print(table if table.row_count else "no pending reviews")
-    revisions = Table("revision", "base", "proposed", "targets", "summary")
-    for p in pending_revisions(bus_port):
+    proposals = pending_revisions(bus_port)
+    revisions = Table(_id_column("revision", (p.revision_id for p in proposals)), "base", "proposed", "targets", "summary")
+    for p in proposals:
         revisions.add_row(p.revision_id, p.base_version, p.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), ", ".join(p.targets), p.summary[:120])
     console.print(revisions if revisions.row_count else "no pending harness revisions")
+
+
+def _id_column(header: str, ids: Iterable[str]) -> Column:
+    """The ids a reviewer copies into ``approve``/``reject`` are never cut, however narrow the terminal."""
+    return Column(header, no_wrap=True, min_width=max((len(i) for i in ids), default=len(header)))
 
 
 @app.command()

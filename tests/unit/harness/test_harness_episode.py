@@ -24,6 +24,7 @@ from bus_schemas.events.episodes import (
 )
 from bus_schemas.events.tasks import Budgets, MemoryFact
 from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
+from producers.backends.evidence import decode_evidence
 from harness_service.config import HarnessBudgets, HarnessConfig
 from harness_service.context.messages import ChatMessage, decode_context
 from harness_service.memory.store import MemoryStore
@@ -83,7 +84,8 @@ def test_a_scripted_episode_emits_its_events_in_order() -> None:
     assert isinstance(ended, EpisodeEnded) and ended.reason == "finished" and ended.answer == "hello"
     assert (ended.steps, ended.tool_calls) == (2, 1) and ended.input_tokens > 0 and ended.output_tokens > 0
     assert ended.cost_estimate_usd == pytest.approx((ended.input_tokens + 2 * ended.output_tokens) / 1e6)
-    assert ended.final_state is not None and b'"final_state":["hello"]' in blobs.get(ended.final_state)
+    assert ended.final_state is not None
+    assert decode_evidence(blobs.get(ended.final_state), blobs).final_state == ["hello"]  # lean v2: initial + delta
     assert backend.notes == ["hello"]
     observation = events[3]
     assert isinstance(observation, ObservationReturned) and observation.result == {"count": 1}
