@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import concurrent.futures
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -40,6 +41,7 @@ log = logging.getLogger("flywheel.bus")
 
 _PAGE = 5000
 _READER_RENEWALS = 2
+_POLL_MS = 200  # one replay poll; progress, not a single poll, decides when a partition has stalled
 # aiokafka validates records with assertions (unknown partition, oversized value) before sending.
 _SEND_ERRORS = (AioKafkaError, AssertionError, ValueError)
 # What stopping a client can raise when its broker is already gone.
@@ -207,13 +209,14 @@ class KafkaBus:
         """Records of one partition in [start, end). Offsets may have gaps (transaction markers, aborted
         records), so progress is read from the consumer's position, not from the last record's offset.
 
-        aiokafka's ``getmany`` restarts its wait whenever a fetch round completes, so a fetcher that keeps
-        completing empty rounds never returns; each call is bounded here, and a reader that makes no progress
-        is replaced by a fresh one (twice) before the replay is reported as stalled.
+        Polls are short: a partition whose remaining offsets are only transaction markers yields no record, and
+        a long poll waited its whole timeout for each such tail (every transactional writer leaves one), which
+        made a run monitor re-reading its partitions look hung. Without progress for ``timeout_s`` the reader is
+        replaced by a fresh one (twice) before the replay is reported as stalled.
         """
         if start >= end:
             return
-        position, renewals = start, 0
+        position, renewals, last_progress = start, 0, time.monotonic()
         reader = self._loop.run(self._positioned_reader(tp, start))
         try:
             while position < end:
@@ -225,11 +228,13 @@ class KafkaBus:
                     yield _to_record(msg)
                 moved_to = self._loop.run(reader.position(tp))
                 if records or moved_to > position:
-                    position = moved_to
+                    position, last_progress = moved_to, time.monotonic()
+                    continue
+                if time.monotonic() - last_progress < self.timeout_s:
                     continue
                 if renewals == _READER_RENEWALS:
                     raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
-                renewals += 1
+                renewals, last_progress = renewals + 1, time.monotonic()
                 log.warning("replay of %s[%d] made no progress at offset %d (end %d): reading on with a fresh reader",
                             tp.topic, tp.partition, position, end)
                 self._loop.run(self._stop_reader(reader))
@@ -244,9 +249,9 @@ class KafkaBus:
         return reader
 
     async def _bounded_getmany(self, reader: AIOKafkaConsumer, tp: AioTopicPartition) -> dict:
-        """At most ``timeout_s`` + 5 s; a call still running then is cancelled and left behind (not awaited: a
+        """One short poll, at most ``timeout_s`` + 5 s; a call still running then is cancelled and left behind (not awaited: a
         getmany that ignores its timeout may ignore the cancellation too, and ``wait_for`` would wait for it)."""
-        task = asyncio.ensure_future(reader.getmany(tp, timeout_ms=int(self.timeout_s * 1000), max_records=_PAGE))
+        task = asyncio.ensure_future(reader.getmany(tp, timeout_ms=_POLL_MS, max_records=_PAGE))
         done, _ = await asyncio.wait({task}, timeout=self.timeout_s + 5)
         if task in done:
             return task.result()
