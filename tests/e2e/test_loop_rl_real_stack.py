@@ -15,15 +15,7 @@ from infra.config import load_settings
 from loop_support import check_run
 from rl_support import check_rl, small_rl_loop
 
-pytestmark = [
-    pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1200),
-    # Seen twice on 2 busy cores (14:17, 14:36 UTC): both rounds complete (GRPO and mixed trained on Kafka, 8 RL
-    # episodes run by the rollout-worker process and judged by the verifier process, planner/2 registered, dev and
-    # test evaluated), then flywheel run's end-of-run replay of every topic stalls in KafkaBus._read_partition
-    # (BusUnavailable "replay of <run>.rollouts[2] stalled at offset 0", or a getmany that does not return), while
-    # a fresh process replays the same topics at once. Not RL code; remove the mark once that replay is fixed.
-    pytest.mark.xfail(reason="flywheel run on Kafka stalls in its end-of-run replay (infra/bus/kafka.py)", strict=False),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1200)]
 REPO = Path(__file__).resolve().parents[2]
 
 
