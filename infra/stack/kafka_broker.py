@@ -221,7 +221,7 @@ class KafkaBroker(Service):
         cid = self.cluster_id()
         cmd = [
             "java", "-Xmx256m", *self._log_opts(), "-cp", self._classpath(),
-            "kafka.tools.StorageTool", "format", "-g", "-t", cid, "-c", str(self.config_path),
+            "kafka.tools.StorageTool", "format", "-g", f"--cluster-id={cid}", "-c", str(self.config_path),
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not self.formatted():
