@@ -133,7 +133,10 @@ async def _raw_aiokafka(bootstrap: str, events: list[tuple[bytes, bytes]]) -> di
     await producer.stop()
 
     consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}", enable_auto_commit=False,
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"g-{topic}",
+        enable_auto_commit=False,
         auto_offset_reset="earliest",
     )
     await consumer.start()

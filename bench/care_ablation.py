@@ -77,8 +77,9 @@ def seed_demonstrations(ports: Ports, pool: Sequence[TaskSpecified], config: Lea
         solver = reference_solver(task)
         takes_detour = int((i + 1) * detour) > int(i * detour)  # spread evenly over the pool
         policy = ScriptedPolicy(detoured(solver) if takes_detour else solver, "reference")
-        harness = Harness(config=config.harness, policy=policy, blobs=ports.blobs, events=lambda e: None,
-                          skills=skills())
+        harness = Harness(
+            config=config.harness, policy=policy, blobs=ports.blobs, events=lambda e: None, skills=skills()
+        )
         judged = run_judged_episode(harness, task, backend, RunIds(run_id="care", cause=task.event_id))
         publish_all(ports.bus, judged.events)
         passed += judged.verdict.outcome == "success"
@@ -96,47 +97,87 @@ def main() -> None:
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        ports = Ports(open_bus(f"sqlite:///{root}/bus.db"), open_blob_store(f"file:///{root}/blobs"),
-                      open_registry(f"sqlite:///{root}/mlflow.db"))
+        ports = Ports(
+            open_bus(f"sqlite:///{root}/bus.db"),
+            open_blob_store(f"file:///{root}/blobs"),
+            open_registry(f"sqlite:///{root}/mlflow.db"),
+        )
         ensure_topics(ports.bus)
         train = tasks("train", range(2, 26))
         passed = seed_demonstrations(ports, train, config, args.detour)
         data = current_dataset(ports, config)
         tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
         base = build_tiny_model(tokenizer, config.tiny)
-        train_sft(base, tokenizer, data.examples, root / "sft", window=window(config),
-                  settings=SftSettings(max_steps=args.sft_steps, learning_rate=3e-3))
+        train_sft(
+            base,
+            tokenizer,
+            data.examples,
+            root / "sft",
+            window=window(config),
+            settings=SftSettings(max_steps=args.sft_steps, learning_rate=3e-3),
+        )
         pool, held_out = tasks("train", range(30, 36)), tasks("train", range(40, 42))
         publish_all(ports.bus, pool)  # the rollout workers learn tasks from the bus
         harness_version = rl_harness_version(ports, config, "care", 0)
-        table = Table(title=(
-            f"CARE ablation: {passed} demonstrations ({args.detour:.0%} with a detour call), {args.sft_steps} SFT "
-            f"steps, {args.rl_steps} RL steps per arm (4 tasks x G=4, lr {args.lr}), {len(held_out)} held-out tasks"
-        ))
-        for column in ("arm", "success", "output tokens / solved", "tokens / solved", "tool calls / solved",
-                       "train success (last 4 steps)"):
+        table = Table(
+            title=(
+                f"CARE ablation: {passed} demonstrations ({args.detour:.0%} with a detour call), {args.sft_steps} SFT "
+                f"steps, {args.rl_steps} RL steps per arm (4 tasks x G=4, lr {args.lr}), {len(held_out)} held-out tasks"
+            )
+        )
+        for column in (
+            "arm",
+            "success",
+            "output tokens / solved",
+            "tokens / solved",
+            "tool calls / solved",
+            "train success (last 4 steps)",
+        ):
             table.add_column(column)
 
         def evaluate(model, name: str, train_success: str) -> None:  # noqa: ANN001
             policy = PlannerPolicy(model, tokenizer, name=name, window=window(config))
-            report = evaluate_dev(policy, held_out, config=config.harness, skills=skills(), blobs=ports.blobs,
-                                  publish=lambda e: None, run_id="care", model_name="planner", model_version=name)
+            report = evaluate_dev(
+                policy,
+                held_out,
+                config=config.harness,
+                skills=skills(),
+                blobs=ports.blobs,
+                publish=lambda e: None,
+                run_id="care",
+                model_name="planner",
+                model_version=name,
+            )
             solved = [e.outcome for e in report.episodes if e.verdict.outcome == "success"]
             n = max(1, len(solved))
-            table.add_row(name, f"{report.success_rate:.3f}", f"{sum(o.output_tokens for o in solved) / n:.1f}",
-                          f"{sum(o.input_tokens + o.output_tokens for o in solved) / n:.0f}",
-                          f"{sum(o.tool_calls for o in solved) / n:.2f}", train_success)
+            table.add_row(
+                name,
+                f"{report.success_rate:.3f}",
+                f"{sum(o.output_tokens for o in solved) / n:.1f}",
+                f"{sum(o.input_tokens + o.output_tokens for o in solved) / n:.0f}",
+                f"{sum(o.tool_calls for o in solved) / n:.2f}",
+                train_success,
+            )
 
         evaluate(base, "SFT start", "")
         for arm in ("outcome_only", "cost_aware"):
             model = copy.deepcopy(base)
-            state = RlState(model, tokenizer, checkpoints=root / f"rl-{arm}", window=window(config),
-                            schedule=SCHEDULE_BY_NAME[arm])
+            state = RlState(
+                model, tokenizer, checkpoints=root / f"rl-{arm}", window=window(config), schedule=SCHEDULE_BY_NAME[arm]
+            )
             settings = RlSettings(group_size=4, tasks_per_step=4, seed=7, learning_rate=args.lr)
             services = LocalServices(ports, root / f"services-{arm}")  # same tasks, order and seeds in both arms
             try:
-                reports, _ = run_steps(state, ports, pool, steps=args.rl_steps, harness_version=harness_version,
-                                       settings=settings, run_id=f"care-{arm}", pump=services.pump)
+                reports, _ = run_steps(
+                    state,
+                    ports,
+                    pool,
+                    steps=args.rl_steps,
+                    harness_version=harness_version,
+                    settings=settings,
+                    run_id=f"care-{arm}",
+                    pump=services.pump,
+                )
             finally:
                 services.close()
             last = reports[-4:]

@@ -58,7 +58,9 @@ def record(ports: Ports, target: int) -> int:
         bar = progress.add_task("recording episodes", total=target)
         while total < target:
             policy = reference_solver if i % 2 == 0 else noop_policy
-            events = record_episode(tasks[i % len(tasks)], policy, ports.blobs, episode_id=f"ep-{i}", run_id=RUN, backend=backend)
+            events = record_episode(
+                tasks[i % len(tasks)], policy, ports.blobs, episode_id=f"ep-{i}", run_id=RUN, backend=backend
+            )
             batch += events
             total += len(events)
             i += 1
@@ -114,8 +116,9 @@ def run_faststream(name: str, ports: Ports, topic: str, state: Path, bus_url: st
     from infra.runtime.kafka_app import FastStreamConsumer, KafkaTarget
 
     base = build(name)
-    spec = ConsumerSpec(f"bench-{name}-{uuid.uuid4().hex[:6]}", base.topics, base.handle, base.event_types, base.version,
-                        base.on_batch)
+    spec = ConsumerSpec(
+        f"bench-{name}-{uuid.uuid4().hex[:6]}", base.topics, base.handle, base.event_types, base.version, base.on_batch
+    )
     app = FastStreamConsumer(spec, ports, KafkaTarget.from_url(bus_url), state_dir=state)
     span: list[float] = []
     counted = [0]
@@ -152,7 +155,15 @@ def main() -> None:
         ensure_topics(bus)
         ports = Ports(bus, open_blob_store(f"file:///{tmp}/blobs"), registry=None)  # type: ignore[arg-type]
         recorded = record(ports, args.events)
-        table = Table("stream", "what", "records", "seconds", "records/s", "vs consume-only", title=f"{recorded} episode events on {bus.url}")
+        table = Table(
+            "stream",
+            "what",
+            "records",
+            "seconds",
+            "records/s",
+            "vs consume-only",
+            title=f"{recorded} episode events on {bus.url}",
+        )
         for topic, consumers in ((TOPIC_EPISODES, ["verifier"]), (TOPIC_VERDICTS, ["diagnoser", "curator"])):
             nb, base = consume_only(bus, topic)
             table.add_row(topic, "consume-only (poll+commit)", str(nb), f"{base:.1f}", f"{nb / base:,.0f}", "1.00")
@@ -161,16 +172,37 @@ def main() -> None:
                 table.add_row(topic, name, str(n), f"{secs:.1f}", f"{n / secs:,.0f}", f"{(n / secs) / (nb / base):.3f}")
                 if bus.url.startswith("kafka://"):
                     n, secs = run_faststream(name, ports, topic, Path(tmp) / "state-fs", args.bus)
-                    table.add_row(topic, f"{name} (FastStream app)", str(n), f"{secs:.1f}", f"{n / secs:,.0f}",
-                                  f"{(n / secs) / (nb / base):.3f}")
+                    table.add_row(
+                        topic,
+                        f"{name} (FastStream app)",
+                        str(n),
+                        f"{secs:.1f}",
+                        f"{n / secs:,.0f}",
+                        f"{(n / secs) / (nb / base):.3f}",
+                    )
         publish_all(bus, [start_round(RUN, 1, "p0", "h0", 64, Producer(service="bench", version="0"))])
         n, secs = run_consumer("reweighter", ports, TOPIC_ROUNDS, Path(tmp) / "state")
-        table.add_row(TOPIC_ROUNDS, "reweighter (one plan over every verdict)", str(n), f"{secs:.2f}", f"{n / secs:,.1f}", "")
-        request = TaskGenerationRequested(producer=Producer(service="bench", version="0"), run_id=RUN, request_id="bench", capability="tool_use", count=50)
+        table.add_row(
+            TOPIC_ROUNDS, "reweighter (one plan over every verdict)", str(n), f"{secs:.2f}", f"{n / secs:,.1f}", ""
+        )
+        request = TaskGenerationRequested(
+            producer=Producer(service="bench", version="0"),
+            run_id=RUN,
+            request_id="bench",
+            capability="tool_use",
+            count=50,
+        )
         start = time.perf_counter()
         made: list[Event] = list(construct(request, [], set(), Producer(service="bench", version="0")))
         secs = time.perf_counter() - start
-        table.add_row("sampling", "task constructor (validated tasks)", str(len(made)), f"{secs:.2f}", f"{len(made) / secs:,.1f}", "")
+        table.add_row(
+            "sampling",
+            "task constructor (validated tasks)",
+            str(len(made)),
+            f"{secs:.2f}",
+            f"{len(made) / secs:,.1f}",
+            "",
+        )
         console.print(table)
         bus.close()
 

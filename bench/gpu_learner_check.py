@@ -47,8 +47,11 @@ def main() -> int:
     config = LearnerConfig(cold_start_seeds=2, tiny=TinyModelConfig(hidden_size=256, layers=4, heads=8, kv_heads=4))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        ports = Ports(open_bus(f"sqlite:///{root}/bus.db"), open_blob_store(f"file:///{root}/blobs"),
-                      open_registry(f"sqlite:///{root}/mlflow.db"))
+        ports = Ports(
+            open_bus(f"sqlite:///{root}/bus.db"),
+            open_blob_store(f"file:///{root}/blobs"),
+            open_registry(f"sqlite:///{root}/mlflow.db"),
+        )
         ensure_topics(ports.bus)
         seed_reference_episodes(ports, config, run_id="gpu-check")
         data = current_dataset(ports, config)
@@ -59,23 +62,36 @@ def main() -> int:
             model = build_tiny_model(tokenizer, config.tiny).to("cuda")
         settings = SftSettings(max_steps=args.steps, batch_size=args.batch, bf16=True, logging_steps=50)
         sft = train_sft(model, tokenizer, data.examples, root / "sft", settings=settings, window=window(config))
-        print(f"SFT on {torch.cuda.get_device_name()}: {sft.steps} steps, loss {sft.train_loss:.3f}, "
-              f"{sft.tokens_per_s:,.0f} tokens/s, {sft.wall_time_s:.1f}s")
+        print(
+            f"SFT on {torch.cuda.get_device_name()}: {sft.steps} steps, loss {sft.train_loss:.3f}, "
+            f"{sft.tokens_per_s:,.0f} tokens/s, {sft.wall_time_s:.1f}s"
+        )
         state = RlState(model, tokenizer, checkpoints=root / "rl", window=window(config))
         rl = RlSettings(group_size=8, tasks_per_step=8, micro_batch=64)
         pool = train_tasks(config, "gpu-check")
-        harness = publish_harness_version(ports.registry, ports.blobs, config.harness, producer=PRODUCER,
-                                          run_id="gpu-check", aliases=("production",))
+        harness = publish_harness_version(
+            ports.registry, ports.blobs, config.harness, producer=PRODUCER, run_id="gpu-check", aliases=("production",)
+        )
         publish_all(ports.bus, [*pool, harness])
         services = LocalServices(ports, root / "state")
         try:
-            reports, _ = run_steps(state, ports, pool, steps=2, harness_version=harness.harness_version, settings=rl,
-                                   run_id="gpu-check", pump=services.pump)
+            reports, _ = run_steps(
+                state,
+                ports,
+                pool,
+                steps=2,
+                harness_version=harness.harness_version,
+                settings=rl,
+                run_id="gpu-check",
+                pump=services.pump,
+            )
         finally:
             services.close()
         for i, r in enumerate(reports):
-            print(f"RL step {i}: rollout {r.rollout_s:.1f}s scoring {r.scoring_s:.1f}s update {r.update_s:.1f}s "
-                  f"episodes {r.episodes} success {r.success_rate:.2f} samples {r.samples} staleness {r.staleness:.0f}")
+            print(
+                f"RL step {i}: rollout {r.rollout_s:.1f}s scoring {r.scoring_s:.1f}s update {r.update_s:.1f}s "
+                f"episodes {r.episodes} success {r.success_rate:.2f} samples {r.samples} staleness {r.staleness:.0f}"
+            )
         ports.close()
     return 0
 

@@ -80,7 +80,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         ports = Ports(
-            open_bus(f"sqlite:///{root}/bus.db"), open_blob_store(f"file:///{root}/blobs"),
+            open_bus(f"sqlite:///{root}/bus.db"),
+            open_blob_store(f"file:///{root}/blobs"),
             open_registry(f"sqlite:///{root}/mlflow.db"),
         )
         ensure_topics(ports.bus)
@@ -97,8 +98,9 @@ def main() -> None:
         def run(path: str) -> None:
             model = build_tiny_model(tokenizer, config.tiny)  # the same init for every path
             if path == "plain":
-                runs[path].append(plain_loop(model, tokenized, args.steps, args.batch, settings.learning_rate,
-                                             tokenizer.pad_token_id))
+                runs[path].append(
+                    plain_loop(model, tokenized, args.steps, args.batch, settings.learning_rate, tokenizer.pad_token_id)
+                )
                 return
             chosen = settings if path == "trl" else fused_settings
             result = train_sft(model, tokenizer, data.examples, root / path, settings=chosen, window=window(config))
@@ -107,17 +109,29 @@ def main() -> None:
         for path in ("plain", "trl", "fused", "fused", "trl", "plain"):  # ABC CBA: load drift cancels out
             run(path)
         rates = {p: sum(t for t, _ in r) / sum(s for _, s in r) for p, r in runs.items()}
-        table = Table(title=(f"SFT, {args.steps} steps x {args.batch} examples per run, each path run twice "
-                             f"(ABC CBA order), {len(data.examples)} distinct examples"))
+        table = Table(
+            title=(
+                f"SFT, {args.steps} steps x {args.batch} examples per run, each path run twice "
+                f"(ABC CBA order), {len(data.examples)} distinct examples"
+            )
+        )
         for column in ("path", "tokens", "seconds", "tokens/s", "vs plain"):
             table.add_column(column)
-        labels = {"plain": "plain torch loop", "trl": "trl SFTTrainer (ours: model loss)",
-                  "fused": "trl SFTTrainer, trl's chunked LM head + metrics"}
+        labels = {
+            "plain": "plain torch loop",
+            "trl": "trl SFTTrainer (ours: model loss)",
+            "fused": "trl SFTTrainer, trl's chunked LM head + metrics",
+        }
         for path, label in labels.items():
             tokens, seconds = sum(t for t, _ in runs[path]), sum(s for _, s in runs[path])
             target = " (target >= 0.85x)" if path == "trl" else ""
-            table.add_row(label, str(tokens), f"{seconds:.1f}", f"{rates[path]:,.0f}",
-                          f"{rates[path] / rates['plain']:.2f}x{target}")
+            table.add_row(
+                label,
+                str(tokens),
+                f"{seconds:.1f}",
+                f"{rates[path]:,.0f}",
+                f"{rates[path] / rates['plain']:.2f}x{target}",
+            )
         console.print(table)
         model = build_tiny_model(tokenizer, config.tiny)
         train_sft(model, tokenizer, data.examples, root / "rl-start", settings=settings, window=window(config))
@@ -129,13 +143,29 @@ def main() -> None:
             rl.add_column(column)
         services = LocalServices(ports, root / "services")
         try:
-            reports, _ = run_steps(state, ports, pool, steps=args.rl_steps, settings=config.rl, run_id="bench",
-                                   harness_version=rl_harness_version(ports, config, "bench", 0), pump=services.pump)
+            reports, _ = run_steps(
+                state,
+                ports,
+                pool,
+                steps=args.rl_steps,
+                settings=config.rl,
+                run_id="bench",
+                harness_version=rl_harness_version(ports, config, "bench", 0),
+                pump=services.pump,
+            )
         finally:
             services.close()
         for i, r in enumerate(reports):
-            rl.add_row(str(i), f"{r.rollout_s:.2f}", f"{r.scoring_s:.2f}", f"{r.update_s:.2f}", str(r.episodes),
-                       str(r.samples), f"{r.success_rate:.2f}", f"{r.staleness:.0f}")
+            rl.add_row(
+                str(i),
+                f"{r.rollout_s:.2f}",
+                f"{r.scoring_s:.2f}",
+                f"{r.update_s:.2f}",
+                str(r.episodes),
+                str(r.samples),
+                f"{r.success_rate:.2f}",
+                f"{r.staleness:.0f}",
+            )
         console.print(rl)
         ports.close()
 

@@ -88,10 +88,17 @@ def _serve(member: Member, ready: multiprocessing.Queue) -> None:  # type: ignor
         # Alone in its group a worker has no stale assignment to wait out (as bench/rollouts.py); with peers it
         # keeps a short grace and settle window, so a rebalance cannot run a request twice.
         alone = member.workers == 1
-        worker = RolloutWorker(ports, pool, name=f"worker-{member.index}", state_dir=state,
-                               claim_grace_s=0.0 if alone else 1.0, settle_s=0.0 if alone else 3.0)
+        worker = RolloutWorker(
+            ports,
+            pool,
+            name=f"worker-{member.index}",
+            state_dir=state,
+            claim_grace_s=0.0 if alone else 1.0,
+            settle_s=0.0 if alone else 3.0,
+        )
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+
         def run() -> None:
             try:
                 worker.run(stop)
@@ -136,9 +143,17 @@ def _tasks(n: int, run_id: str) -> tuple[list[TaskSpecified], list[TaskSpecified
 
 def _requests(tasks: list[TaskSpecified], tag: str) -> list[RolloutRequested]:
     return [
-        RolloutRequested(producer=SCHEDULER, run_id="bench", task_id=t.task_id, policy_version="scripted:reference",
-                         harness_version="default", backend="sandbox", seed=0, budgets=t.budgets,
-                         episode_id=f"{tag}-{i}")
+        RolloutRequested(
+            producer=SCHEDULER,
+            run_id="bench",
+            task_id=t.task_id,
+            policy_version="scripted:reference",
+            harness_version="default",
+            backend="sandbox",
+            seed=0,
+            budgets=t.budgets,
+            episode_id=f"{tag}-{i}",
+        )
         for i, t in enumerate(tasks)
     ]
 
@@ -173,8 +188,17 @@ def _drain_pipeline(bus, groups, started: float, phase: Phase | None, timeout_s:
     raise TimeoutError(f"the pipeline did not drain in {timeout_s:.0f} s: {lags}")
 
 
-def run_phase(name: str, bus_url: str, stages: list[str], workers: int, tasks: list[TaskSpecified],
-              warmup: list[TaskSpecified], suite: list[TaskSpecified], tmp: Path, profile: Path | None) -> Phase:
+def run_phase(
+    name: str,
+    bus_url: str,
+    stages: list[str],
+    workers: int,
+    tasks: list[TaskSpecified],
+    warmup: list[TaskSpecified],
+    suite: list[TaskSpecified],
+    tmp: Path,
+    profile: Path | None,
+) -> Phase:
     """Start the stages' processes on a fresh log, drain a warm-up batch, then time ``tasks``."""
     from infra.bootstrap import open_bus
     from infra.events import ensure_topics, publish, publish_all
@@ -219,6 +243,7 @@ def run_phase(name: str, bus_url: str, stages: list[str], workers: int, tasks: l
 
 # -- each consumer alone over the recorded log, vs consume-only (this process, fresh groups) --------------------
 
+
 def _drain(step, bus, group: str, topics: tuple[str, ...]) -> tuple[int, float]:  # noqa: ANN001
     first = last = 0.0
     seen = 0
@@ -256,8 +281,9 @@ def consumer_alone(name: str, bus_url: str, blobs: str, state: Path, profile: Pa
 
     bus = open_bus(bus_url)
     base = build(name)
-    spec = ConsumerSpec(f"bench-{name}-{uuid.uuid4().hex[:6]}", base.topics, base.handle, base.event_types,
-                        base.version, base.on_batch)
+    spec = ConsumerSpec(
+        f"bench-{name}-{uuid.uuid4().hex[:6]}", base.topics, base.handle, base.event_types, base.version, base.on_batch
+    )
     runner = ConsumerRunner(spec, Ports(bus, open_blob_store(blobs), None), state_dir=state)  # type: ignore[arg-type]
     profiler = cProfile.Profile() if profile else None
     try:
@@ -329,7 +355,7 @@ def print_profiles(profile: Path, top: int) -> None:
         start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
         total = next((line for line in lines if "function calls" in line), "")
         console.print(f"[bold]{path.stem}[/] {total.strip()}")
-        console.print("\n".join(lines[start:start + top + 1]), markup=False, highlight=False)
+        console.print("\n".join(lines[start : start + top + 1]), markup=False, highlight=False)
 
 
 def main() -> None:
@@ -360,7 +386,7 @@ def main() -> None:
     alone: dict[str, list[tuple[str, int, float, float]]] = {}
     for bus_name, url_of in buses.items():
         for workers in counts:
-            for kind, stages in (("rollout-only", []), ("pipeline", list(CONSUMERS)))[args.skip_rollout_only:]:
+            for kind, stages in (("rollout-only", []), ("pipeline", list(CONSUMERS)))[args.skip_rollout_only :]:
                 tmp = Path(tempfile.mkdtemp(prefix=f"pipe-{kind}-", dir=out))
                 name = f"{bus_name} {kind} x{workers}"
                 prof = profile / name.replace(" ", "-") if profile and kind == "pipeline" else None
@@ -371,9 +397,18 @@ def main() -> None:
                 if kind == "pipeline" and workers == 1:
                     alone[bus_name] = per_consumer(url, tmp, prof)
 
-    table = Table(title=f"pipeline: {args.episodes} reference-solver episodes per configuration (after {args.warmup} warm-up)")
-    for column in ("bus", "workers/stage", "rollout-only ep/s", "end to end ep/s", "end to end / rollout-only",
-                   "vs embedded (same workers)", "vs 1 worker"):
+    table = Table(
+        title=f"pipeline: {args.episodes} reference-solver episodes per configuration (after {args.warmup} warm-up)"
+    )
+    for column in (
+        "bus",
+        "workers/stage",
+        "rollout-only ep/s",
+        "end to end ep/s",
+        "end to end / rollout-only",
+        "vs embedded (same workers)",
+        "vs 1 worker",
+    ):
         table.add_column(column, justify="left" if column == "bus" else "right")
     for (bus_name, kind, workers), phase in phases.items():
         if kind != "pipeline":
@@ -382,11 +417,20 @@ def main() -> None:
         embedded = phases.get(("embedded", "pipeline", workers))
         one = phases[bus_name, "pipeline", 1]
         versus = f"{phase.rate / rollout.rate:.2f}x" if rollout.rate else "-"
-        table.add_row(bus_name, str(workers), f"{rollout.rate:.1f}", f"{phase.rate:.1f}", versus,
-                      f"{phase.rate / embedded.rate:.2f}x" if embedded else "-", f"{phase.rate / one.rate:.2f}x")
+        table.add_row(
+            bus_name,
+            str(workers),
+            f"{rollout.rate:.1f}",
+            f"{phase.rate:.1f}",
+            versus,
+            f"{phase.rate / embedded.rate:.2f}x" if embedded else "-",
+            f"{phase.rate / one.rate:.2f}x",
+        )
     console.print(table)
     for bus_name, rows in alone.items():
-        t = Table(title=f"each consumer alone over the pipeline's log ({bus_name}, port runner, fresh group) vs consume-only")
+        t = Table(
+            title=f"each consumer alone over the pipeline's log ({bus_name}, port runner, fresh group) vs consume-only"
+        )
         for column in ("what", "records", "records/s", "vs consume-only"):
             t.add_column(column, justify="left" if column == "what" else "right")
         for what, n, rate, ratio in rows:
@@ -395,8 +439,10 @@ def main() -> None:
     png = out / "pipeline-lag.png"
     plot_lags([p for (_, kind, _), p in phases.items() if kind == "pipeline"], png)
     console.print(f"lag over time: {png}")
-    console.print("targets (2 cores): >= 200 episodes/s end to end embedded; Kafka within 30% of embedded; "
-                  "each consumer >= 0.2x consume-only")
+    console.print(
+        "targets (2 cores): >= 200 episodes/s end to end embedded; Kafka within 30% of embedded; "
+        "each consumer >= 0.2x consume-only"
+    )
     if profile:
         print_profiles_tree(profile, args.top)
 

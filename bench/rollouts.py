@@ -61,8 +61,16 @@ def bench_bus(bus_url: str, tasks: list[TaskSpecified], blobs: FileBlobStore, st
     ensure_topics(bus)
     publish(bus, *tasks)
     requests = [
-        RolloutRequested(producer=SCHEDULER, run_id="bench", task_id=t.task_id, policy_version="scripted:reference",
-                         harness_version="default", backend="sandbox", seed=0, budgets=t.budgets)
+        RolloutRequested(
+            producer=SCHEDULER,
+            run_id="bench",
+            task_id=t.task_id,
+            policy_version="scripted:reference",
+            harness_version="default",
+            backend="sandbox",
+            seed=0,
+            budgets=t.budgets,
+        )
         for t in tasks
     ]
     pool = EnvironmentPool()
@@ -92,7 +100,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-rollouts-"))
     bench_baseline(tasks[:8], FileBlobStore(tmp / "warm-up"))  # imports, caches: not part of any figure
     rows = {"harness + sandbox, no bus (baseline)": bench_baseline(tasks, FileBlobStore(tmp / "b0"))}
-    rows["rollout worker, embedded bus"] = bench_bus(f"sqlite:///{tmp}/bus.db", tasks, FileBlobStore(tmp / "b1"), tmp / "s1")
+    rows["rollout worker, embedded bus"] = bench_bus(
+        f"sqlite:///{tmp}/bus.db", tasks, FileBlobStore(tmp / "b1"), tmp / "s1"
+    )
     if not args.no_kafka:
         url = f"kafka://{args.kafka}?session_timeout_s=6&namespace=bench-{uuid.uuid4().hex[:8]}"
         rows["rollout worker, Kafka"] = bench_bus(url, tasks, FileBlobStore(tmp / "b2"), tmp / "s2")
@@ -102,8 +112,13 @@ def main() -> None:
         table.add_column(column, justify="left" if column == "path" else "right")
     for name, (seconds, steps) in rows.items():
         overhead = seconds / base_s - 1
-        table.add_row(name, f"{len(tasks) / seconds:,.1f}", f"{steps / seconds:,.1f}", f"{seconds / base_s:.2f}x",
-                      "-" if seconds is base_s else f"{overhead:+.0%}")
+        table.add_row(
+            name,
+            f"{len(tasks) / seconds:,.1f}",
+            f"{steps / seconds:,.1f}",
+            f"{seconds / base_s:.2f}x",
+            "-" if seconds is base_s else f"{overhead:+.0%}",
+        )
     console.print(table)
     console.print("target: bus overhead <= 30% on the embedded bus")
 

@@ -17,7 +17,13 @@ from producers.tasks.runner import run_episode
 from producers.tasks.solver import reference_solver
 from producers.tasks.suite import build_task_suite
 
-TARGETS = {"tool calls/s": 20_000.0, "resets/s": 5_000.0, "cold resets/s": 5_000.0, "verify ms/task": 1.0, "verify ms/task (from JSON)": 1.0}
+TARGETS = {
+    "tool calls/s": 20_000.0,
+    "resets/s": 5_000.0,
+    "cold resets/s": 5_000.0,
+    "verify ms/task": 1.0,
+    "verify ms/task (from JSON)": 1.0,
+}
 
 
 def _pin_one_core() -> None:
@@ -94,7 +100,9 @@ def main() -> None:
     for name, value in figures.items():
         target = TARGETS[name]
         ok = value <= target if name.startswith("verify") else value >= target
-        print(f"{name:<27} {value:>12,.3f}   target {'<=' if name.startswith('verify') else '>='} {target:,.0f}   {'OK' if ok else 'MISS'}")
+        print(
+            f"{name:<27} {value:>12,.3f}   target {'<=' if name.startswith('verify') else '>='} {target:,.0f}   {'OK' if ok else 'MISS'}"
+        )
 
 
 if __name__ == "__main__":

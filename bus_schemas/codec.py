@@ -33,7 +33,9 @@ of them cannot handle must be rejected as malformed, never crash the reader."""
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in ALL_EVENTS}
 TOPIC_OF_TYPE: dict[str, str] = {name: spec.name for spec in TOPICS.values() for name in spec.event_types}
-CURRENT_VERSIONS: dict[str, int] = {name: cls.model_fields["schema_version"].default for name, cls in EVENT_TYPES.items()}
+CURRENT_VERSIONS: dict[str, int] = {
+    name: cls.model_fields["schema_version"].default for name, cls in EVENT_TYPES.items()
+}
 
 _ANY_CURRENT_EVENT: TypeAdapter[Event] = TypeAdapter(
     Annotated[Union[tuple(ALL_EVENTS)], Field(discriminator="event_type")]  # type: ignore[valid-type]
@@ -127,7 +129,9 @@ def check_envelope(event: Event, *, declared_type: str | None, topic: str | None
     type, and a registry topic carries only its own event types. Raises ``EnvelopeMismatch`` otherwise, so live
     consumers (which filter by header) and replay (which reads bodies) can never see the record differently."""
     if declared_type is not None and declared_type != event.event_type:
-        raise EnvelopeMismatch(f"the record's event_type header says {declared_type[:128]!r}, its body is a {event.event_type}")
+        raise EnvelopeMismatch(
+            f"the record's event_type header says {declared_type[:128]!r}, its body is a {event.event_type}"
+        )
     if topic is not None and topic in TOPICS:
         home = TOPIC_OF_TYPE.get(event.event_type)
         if home != topic:
@@ -178,4 +182,3 @@ def _malformed(what: str, error: ValidationError, *, strip_tag: bool) -> Malform
         fields.append(field)
         lines.append(f"{field}: {detail['msg']}")
     return MalformedEvent(f"{what}: invalid event: " + "; ".join(lines), tuple(fields))
-

@@ -98,7 +98,12 @@ _PROVENANCE = Provenance(
     harness_version="harness:2",
 )
 _BUDGETS = Budgets(max_steps=20, max_tokens=32_000, max_tool_calls=15, max_wall_s=120.0)
-_CURATION = {"reasons": ["verified success"], "category": "tool_use", "tags": ["tool_routing"], "provenance": _PROVENANCE}
+_CURATION = {
+    "reasons": ["verified success"],
+    "category": "tool_use",
+    "tags": ["tool_routing"],
+    "provenance": _PROVENANCE,
+}
 
 
 def build_examples() -> dict[str, Event]:

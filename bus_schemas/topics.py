@@ -43,7 +43,9 @@ TOPICS: dict[str, TopicSpec] = {
     spec.name: spec
     for spec in (
         TopicSpec(TOPIC_TASKS, 6, KEEP_FOREVER, "task_id", ("TaskSpecified", "TaskRetired"), "The task pool."),
-        TopicSpec(TOPIC_ROLLOUTS, 12, 14 * _DAY_MS, "task_id", ("RolloutRequested",), "Work orders for rollout workers."),
+        TopicSpec(
+            TOPIC_ROLLOUTS, 12, 14 * _DAY_MS, "task_id", ("RolloutRequested",), "Work orders for rollout workers."
+        ),
         TopicSpec(
             TOPIC_EPISODES,
             12,

@@ -26,7 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from harness_service.config import HarnessBudgets, HarnessConfig, MemoryPolicy
 
-ChangeKind = Literal["add_instruction", "edit_instruction", "add_skill", "edit_skill", "set_memory_policy", "set_budgets"]
+ChangeKind = Literal[
+    "add_instruction", "edit_instruction", "add_skill", "edit_skill", "set_memory_policy", "set_budgets"
+]
 CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)
 MAX_LINE_CHARS = 160
 """Instruction lines stay short: the CPU model reads a small prompt window."""
@@ -80,7 +82,9 @@ class EditInstruction(_Patch):
 
 class _SkillPatch(_Patch):
     name: Annotated[str, Field(pattern=r"^[a-z0-9_-]+$", max_length=64)]
-    tools: Annotated[list[Annotated[str, Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$")]], Field(min_length=1, max_length=6)]
+    tools: Annotated[
+        list[Annotated[str, Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$")]], Field(min_length=1, max_length=6)
+    ]
     note: str = ""
 
     @field_validator("note")
@@ -92,7 +96,9 @@ class _SkillPatch(_Patch):
         """The skill note as it appears in the instructions."""
         text = f"Skill {self.name}: use {', '.join(self.tools)}." + (f" {self.note}" if self.note else "")
         if len(text) > 2 * MAX_LINE_CHARS:
-            raise InvalidPatch(f"skill note of {self.name!r} is {len(text)} characters; keep it under {2 * MAX_LINE_CHARS}")
+            raise InvalidPatch(
+                f"skill note of {self.name!r} is {len(text)} characters; keep it under {2 * MAX_LINE_CHARS}"
+            )
         return text
 
 

@@ -1,9 +1,9 @@
 """The one place where adapters are chosen: a URL per port, from flags, env (FLYWHEEL_*) or flywheel.toml.
 
-    bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10&max_bytes=N]
-              (either with ?namespace=NAME to prefix every topic and consumer group)
-    blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///abs/dir | file:relative/dir
-    registry  http(s)://mlflow-host:port       | sqlite:///path/mlflow.db
+bus       kafka://host:port[,host:port]   | sqlite:///path/bus.db[?partitions=3&session_timeout_s=10&max_bytes=N]
+          (either with ?namespace=NAME to prefix every topic and consumer group)
+blobs     s3://bucket?endpoint=host:port[&secure=true] | file:///abs/dir | file:relative/dir
+registry  http(s)://mlflow-host:port       | sqlite:///path/mlflow.db
 """
 
 from __future__ import annotations
@@ -62,10 +62,13 @@ def bus_params(url: str) -> _BusParams:
         return model.model_validate(_query(url))
     except ValidationError as exc:
         problems = "; ".join(
-            f"?{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_input=False, include_url=False)
+            f"?{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_input=False, include_url=False)
         )
         known = ", ".join(sorted(model.model_fields))
-        raise UnsupportedURL(f"bus URL {mask_credentials(url)!r} has invalid parameters ({problems}); known: {known}") from None
+        raise UnsupportedURL(
+            f"bus URL {mask_credentials(url)!r} has invalid parameters ({problems}); known: {known}"
+        ) from None
 
 
 def _local_path(url: str, scheme: str) -> Path:

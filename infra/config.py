@@ -45,7 +45,9 @@ def _config_file() -> Path:
     if named is None:
         return Path("flywheel.toml")
     if not Path(named).is_file():
-        raise ConfigError(f"FLYWHEEL_CONFIG names {named!r}, which is not a file; fix the path or unset FLYWHEEL_CONFIG")
+        raise ConfigError(
+            f"FLYWHEEL_CONFIG names {named!r}, which is not a file; fix the path or unset FLYWHEEL_CONFIG"
+        )
     return Path(named)
 
 
@@ -137,7 +139,8 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_input=False, include_url=False)
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_input=False, include_url=False)
         )
         raise ConfigError(
             f"invalid settings ({problems}) from flags, FLYWHEEL_* variables or {_config_file()}; fix the value"

@@ -24,8 +24,12 @@ def tiny_harness() -> HarnessConfig:
     fits the window's ``system_tokens`` (p50 ~160 tokens of the 512-token BPE, measured on all 32 templates).
     At most 16 steps an episode: every reference solution of the suite takes 14 or fewer (measured over seeds
     0-2), and a small model's failed episodes otherwise run to the task's 20-40 steps, most of a round's time."""
-    return HarnessConfig(name="tiny-planner", instructions=TINY_INSTRUCTIONS, compact=CompactContext(),
-                         budgets=HarnessBudgets(max_steps=16))
+    return HarnessConfig(
+        name="tiny-planner",
+        instructions=TINY_INSTRUCTIONS,
+        compact=CompactContext(),
+        budgets=HarnessBudgets(max_steps=16),
+    )
 
 
 class LearnerConfig(BaseModel):

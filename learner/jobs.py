@@ -86,7 +86,9 @@ def test_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:
     return pick_tasks(build_task_suite(run_id, seed=0), split="test", per_category=config.dev_per_category)
 
 
-def seed_reference_episodes(ports: Ports, config: LearnerConfig, *, run_id: str, progress: Progress | None = None) -> int:
+def seed_reference_episodes(
+    ports: Ports, config: LearnerConfig, *, run_id: str, progress: Progress | None = None
+) -> int:
     """Cold-start data: reference-solver episodes of the train tasks, published with their verdicts."""
     tasks = train_tasks(config, run_id)
     done = [0]
@@ -119,7 +121,9 @@ def _training_rows(config: LearnerConfig, data: DatasetBuild) -> list[Example]:
 def _fresh_model(config: LearnerConfig, data: DatasetBuild) -> tuple[Any, Any, PromptWindow]:
     if config.base_checkpoint is not None:
         return (*load_checkpoint(config.base_checkpoint), window(config))
-    tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in _training_rows(config, data)), config.vocab_size)
+    tokenizer = train_tokenizer(
+        turn_corpus(e.prompt + e.completion for e in _training_rows(config, data)), config.vocab_size
+    )
     return build_tiny_model(tokenizer, config.tiny), tokenizer, window(config)
 
 
@@ -162,7 +166,13 @@ def run_sft(
         settings = settings.model_copy(update={"max_steps": max_steps})
     target = config.work_dir / f"sft-{run_id}-r{round}"
     result: SftResult = train_sft(
-        model, tokenizer, _training_rows(config, data), target, settings=settings, window=prompt_window, on_step=progress,
+        model,
+        tokenizer,
+        _training_rows(config, data),
+        target,
+        settings=settings,
+        window=prompt_window,
+        on_step=progress,
         time_budget_s=time_budget_s,
     )
     lineage = Lineage(
@@ -174,18 +184,26 @@ def run_sft(
         harness_version=harness_version(config),
         parent_version=base_version,
         params={
-            **settings.model_dump(), "examples": len(data.examples), "value_swaps": config.value_swaps, "max_prompt_tokens": prompt_window.max_prompt_tokens,
-            "goal_tokens": prompt_window.goal_tokens, "system_tokens": prompt_window.system_tokens,
+            **settings.model_dump(),
+            "examples": len(data.examples),
+            "value_swaps": config.value_swaps,
+            "max_prompt_tokens": prompt_window.max_prompt_tokens,
+            "goal_tokens": prompt_window.goal_tokens,
+            "system_tokens": prompt_window.system_tokens,
             "examples_self": data.self_examples,
             **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
         },
-        metrics={**result.metrics(), "train_examples": float(len(data.examples)),
-                 "train_examples_self": float(data.self_examples)},
+        metrics={
+            **result.metrics(),
+            "train_examples": float(len(data.examples)),
+            "train_examples_self": float(data.self_examples),
+        },
         steps=result.steps,
         wall_time_s=result.wall_time_s,
     )
-    version, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round,
-                                          request_id=request_id)
+    version, events = register_checkpoint(
+        ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round, request_id=request_id
+    )
     if publish:
         publish_all(ports.bus, events)
     return TrainOutcome(version.version, target, data.digest, lineage.metrics, events)
@@ -202,7 +220,12 @@ def load_version(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any
 
 
 def run_eval(
-    ports: Ports, config: LearnerConfig, version: str, *, run_id: str, round: int | None = None,
+    ports: Ports,
+    config: LearnerConfig,
+    version: str,
+    *,
+    run_id: str,
+    round: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[DevReport, bool]:
     """Evaluate ``version`` on the dev split, publish DevSetEvaluated, promote to ``@production`` if better."""
@@ -217,9 +240,17 @@ def run_eval(
             progress(done[0], len(tasks))
 
     report = evaluate_dev(
-        policy, tasks, config=config.harness, skills=skills(), blobs=ports.blobs,
-        publish=lambda events: publish_all(ports.bus, list(events)), run_id=run_id,
-        model_name=config.model_name, model_version=version, round=round, on_task=tick,
+        policy,
+        tasks,
+        config=config.harness,
+        skills=skills(),
+        blobs=ports.blobs,
+        publish=lambda events: publish_all(ports.bus, list(events)),
+        run_id=run_id,
+        model_name=config.model_name,
+        model_version=version,
+        round=round,
+        on_task=tick,
     )
     promoted = promote_if_better(ports.registry, report.evaluated, require_approval=config.require_approval)
     return report, promoted
@@ -241,8 +272,9 @@ def rl_harness_version(ports: Ports, config: LearnerConfig, run_id: str, round: 
     except LookupError:  # outside a run: register the learner's harness so workers render what it trains on
         from harness_service.versions import publish_harness_version
 
-        published = publish_harness_version(ports.registry, ports.blobs, config.harness, producer=PRODUCER,
-                                            run_id=run_id, aliases=(), round=round)
+        published = publish_harness_version(
+            ports.registry, ports.blobs, config.harness, producer=PRODUCER, run_id=run_id, aliases=(), round=round
+        )
         publish_all(ports.bus, [published])
         return published.harness_version
 
@@ -268,8 +300,17 @@ def rl_tasks(ports: Ports, config: LearnerConfig, run_id: str) -> list[TaskSpeci
 
 
 def run_rl(
-    ports: Ports, config: LearnerConfig, version: str, *, steps: int, run_id: str, round: int = 0,
-    progress: Progress | None = None, publish: bool = True, pump: Pump | None = None, sft_steps: int = 0,
+    ports: Ports,
+    config: LearnerConfig,
+    version: str,
+    *,
+    steps: int,
+    run_id: str,
+    round: int = 0,
+    progress: Progress | None = None,
+    publish: bool = True,
+    pump: Pump | None = None,
+    sft_steps: int = 0,
     request_id: str | None = None,
 ) -> tuple[TrainOutcome, list[RlStepReport]]:
     """``steps`` GRPO steps from ``version`` on rollouts through the bus; registers the result with ``version`` as parent.
@@ -285,15 +326,31 @@ def run_rl(
         data = current_dataset(ports, config)
         if data.examples:
             settings = config.continued_sft.model_copy(update={"max_steps": sft_steps})
-            sft = train_sft(model, tokenizer, _training_rows(config, data), config.work_dir / f"sft-{run_id}-r{round}",
-                            settings=settings, window=prompt_window, on_step=progress)
+            sft = train_sft(
+                model,
+                tokenizer,
+                _training_rows(config, data),
+                config.work_dir / f"sft-{run_id}-r{round}",
+                settings=settings,
+                window=prompt_window,
+                on_step=progress,
+            )
             sft_digest = data.digest
-            sft_metrics = {"sft_steps": float(sft.steps), "sft_loss": sft.metrics().get("train_loss", 0.0),
-                           "train_examples": float(len(data.examples)),
-                           "train_examples_self": float(getattr(data, "self_examples", 0))}
+            sft_metrics = {
+                "sft_steps": float(sft.steps),
+                "sft_loss": sft.metrics().get("train_loss", 0.0),
+                "train_examples": float(len(data.examples)),
+                "train_examples_self": float(getattr(data, "self_examples", 0)),
+            }
     schedule = schedule_in_force(ports.bus, config.model_name)
-    state = RlState(model, tokenizer, checkpoints=config.work_dir / f"rl-{run_id}-r{round}-steps",
-                    model_name=config.model_name, window=prompt_window, schedule=schedule)
+    state = RlState(
+        model,
+        tokenizer,
+        checkpoints=config.work_dir / f"rl-{run_id}-r{round}-steps",
+        model_name=config.model_name,
+        window=prompt_window,
+        schedule=schedule,
+    )
     done = [sft_steps]
 
     def tick(_report: RlStepReport) -> None:
@@ -302,14 +359,23 @@ def run_rl(
             progress(done[0], total)
 
     reports, episodes = run_steps(
-        state, ports, rl_tasks(ports, config, run_id), steps=steps, harness_version=rl_harness_version(ports, config, run_id, round),
-        settings=config.rl, run_id=run_id, round=round, pump=pump, on_step=tick,
+        state,
+        ports,
+        rl_tasks(ports, config, run_id),
+        steps=steps,
+        harness_version=rl_harness_version(ports, config, run_id, round),
+        settings=config.rl,
+        run_id=run_id,
+        round=round,
+        pump=pump,
+        on_step=tick,
     )
     dev, previous = recent_dev_overall(ports.bus, config.model_name)
     n = max(1, len(reports))
     success = sum(r.success_rate for r in reports) / n
-    inputs = ControllerInputs(train_success=success, dev_overall=dev, previous_dev_overall=previous,
-                              competence=state.competence)
+    inputs = ControllerInputs(
+        train_success=success, dev_overall=dev, previous_dev_overall=previous, competence=state.competence
+    )
     _, choice = choose_schedule(inputs, schedule, model_name=config.model_name, run_id=run_id, producer=PRODUCER)
     chosen = choice.model_copy(update={"round": round})
     if publish:
@@ -333,17 +399,32 @@ def run_rl(
         algorithm="rl",
         dataset_digest=digest,
         dataset_manifest=ports.blobs.put(manifest, "text/plain"),
-        source_offsets={f"{t}/{p}": end for t in ("episodes", "verdicts") for p, end in ports.bus.end_offsets(t).items()},
+        source_offsets={
+            f"{t}/{p}": end for t in ("episodes", "verdicts") for p, end in ports.bus.end_offsets(t).items()
+        },
         harness_version=harness_version(config),
         parent_version=version,
-        params={**config.rl.model_dump(mode="json"), "steps": steps, "sft_steps": sft_steps,
-                "care_schedule": schedule.name, "care_schedule_next": chosen.schedule},
+        params={
+            **config.rl.model_dump(mode="json"),
+            "steps": steps,
+            "sft_steps": sft_steps,
+            "care_schedule": schedule.name,
+            "care_schedule_next": chosen.schedule,
+        },
         metrics=metrics,
         steps=sft_steps + len(reports),
         wall_time_s=sum(r.rollout_s + r.scoring_s + r.update_s for r in reports),
     )
-    ref, events = register_checkpoint(ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round,
-                                      request_id=request_id, companions=[chosen])
+    ref, events = register_checkpoint(
+        ports.registry,
+        ports.blobs,
+        target,
+        lineage,
+        run_id=run_id,
+        round=round,
+        request_id=request_id,
+        companions=[chosen],
+    )
     if publish:
         publish_all(ports.bus, events)
     return TrainOutcome(ref.version, target, digest, metrics, [chosen, *events]), reports

@@ -91,11 +91,16 @@ def register_checkpoint(
     }
     params = {**lineage.params, "dataset_digest": lineage.dataset_digest, "harness_version": lineage.harness_version}
     params["parent_version"] = lineage.parent_version or "none"
-    mlflow_run = registry.start_run(lineage.model_name, run_name=f"{lineage.algorithm}-{run_id}", params=params, tags=tags)
+    mlflow_run = registry.start_run(
+        lineage.model_name, run_name=f"{lineage.algorithm}-{run_id}", params=params, tags=tags
+    )
     registry.log_metrics(mlflow_run, lineage.metrics, step=lineage.steps)
     registry.log_dict(
         mlflow_run,
-        {"source_offsets": lineage.source_offsets, "dataset_manifest": lineage.dataset_manifest.model_dump(mode="json")},
+        {
+            "source_offsets": lineage.source_offsets,
+            "dataset_manifest": lineage.dataset_manifest.model_dump(mode="json"),
+        },
         "lineage.json",
     )
     registry.log_artifacts(mlflow_run, checkpoint, ARTIFACT_PATH)
@@ -132,7 +137,8 @@ def _event_json(event: Event) -> dict[str, Any]:
 def _with_version(events: list[Event], version: VersionRef) -> list[Event]:
     return [
         e.model_copy(update={"model_version": version.version, "registry_uri": version.uri})
-        if isinstance(e, ModelVersionRegistered) else e
+        if isinstance(e, ModelVersionRegistered)
+        else e
         for e in events
     ]
 

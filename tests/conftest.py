@@ -83,5 +83,7 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
     alive = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     if alive:
-        print("\nnon-daemon threads still alive at the end of the session (they delay exit): "
-              + ", ".join(t.name for t in alive))
+        print(
+            "\nnon-daemon threads still alive at the end of the session (they delay exit): "
+            + ", ".join(t.name for t in alive)
+        )

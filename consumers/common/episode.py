@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 from bus_schemas.actions import Finish, ToolCall
 from bus_schemas.envelope import Event
-from bus_schemas.events import ActionRejected, ActionTaken, ContextBuilt, EpisodeEnded, EpisodeStarted, ObservationReturned
+from bus_schemas.events import (
+    ActionRejected,
+    ActionTaken,
+    ContextBuilt,
+    EpisodeEnded,
+    EpisodeStarted,
+    ObservationReturned,
+)
 
 EventsOf = Callable[[str], list[Event]]
 """The events of another episode by id (a sub-agent's), in log order; [] when the log has none."""
@@ -110,12 +117,18 @@ def ended_in(events: list[Event], ended_id: str) -> bool:
 def child_episode_id(observation: ObservationReturned) -> str | None:
     """The sub-agent episode a SubagentResult observation reports on, if it is one."""
     result = observation.result
-    if isinstance(result, dict) and result.get("kind") == "subagent_result" and isinstance(result.get("child_episode_id"), str):
+    if (
+        isinstance(result, dict)
+        and result.get("kind") == "subagent_result"
+        and isinstance(result.get("child_episode_id"), str)
+    ):
         return result["child_episode_id"]
     return None
 
 
-def rebuild_episode(events: list[Event], ended: EpisodeEnded, events_of: EventsOf | None = None, depth: int = 0) -> EpisodeRecord:
+def rebuild_episode(
+    events: list[Event], ended: EpisodeEnded, events_of: EventsOf | None = None, depth: int = 0
+) -> EpisodeRecord:
     """Group events up to ``ended``; a redelivered duplicate of a step keeps its first copy.
 
     With ``events_of``, the sub-agent episodes named by SubagentResult observations are rebuilt too (recursively).
@@ -138,7 +151,9 @@ def rebuild_episode(events: list[Event], ended: EpisodeEnded, events_of: EventsO
     for step in steps:
         child = child_episode_id(step.observation) if step.observation is not None else None
         if child is not None:
-            subagents.append(SubEpisode(step.number, child, _sub_record(child, events_of, depth) if events_of else None))
+            subagents.append(
+                SubEpisode(step.number, child, _sub_record(child, events_of, depth) if events_of else None)
+            )
     return EpisodeRecord(ended.episode_id, started, steps, ended, tuple(upto), rejections, tuple(subagents))
 
 

@@ -29,15 +29,32 @@ def _observe(backend: SandboxBackend, task: TaskSpecified, action: Action) -> Ob
 
 
 def record_episode(
-    task: TaskSpecified, script: Script, blobs: BlobStore, *, episode_id: str, run_id: str = "run-test", round_: int = 0,
-    backend: SandboxBackend | None = None, trust: str = "exact", max_steps: int = 40,
+    task: TaskSpecified,
+    script: Script,
+    blobs: BlobStore,
+    *,
+    episode_id: str,
+    run_id: str = "run-test",
+    round_: int = 0,
+    backend: SandboxBackend | None = None,
+    trust: str = "exact",
+    max_steps: int = 40,
 ) -> list[Event]:
     """Drive ``script`` (``obs = yield action``) against the sandbox; the evidence blob is written before EpisodeEnded."""
     backend = backend or SandboxBackend()
     backend.reset(task)
     ids = dict(producer=PRODUCER, run_id=run_id, round=round_, task_id=task.task_id, episode_id=episode_id)
-    events: list[Event] = [EpisodeStarted(**ids, backend="sandbox", trust_level=trust, policy_version="scripted",  # type: ignore[arg-type]
-                                          harness_version="h0", seed=task.initial_conditions.seed, budgets=task.budgets or Budgets())]
+    events: list[Event] = [
+        EpisodeStarted(
+            **ids,
+            backend="sandbox",
+            trust_level=trust,
+            policy_version="scripted",  # type: ignore[arg-type]
+            harness_version="h0",
+            seed=task.initial_conditions.seed,
+            budgets=task.budgets or Budgets(),
+        )
+    ]
     gen = script(task)
     obs: Observation | None = None
     answer = None
@@ -52,11 +69,29 @@ def record_episode(
             break
         obs = _observe(backend, task, action)
         if obs is not None:
-            events.append(ObservationReturned(**ids, step=step, result=None if obs.error else obs.result, error=obs.error,
-                                              changes=list(obs.changes), flags=list(obs.flags)))
+            events.append(
+                ObservationReturned(
+                    **ids,
+                    step=step,
+                    result=None if obs.error else obs.result,
+                    error=obs.error,
+                    changes=list(obs.changes),
+                    flags=list(obs.flags),
+                )
+            )
     evidence = store_evidence(blobs, backend.evidence())
     steps = sum(isinstance(e, ActionTaken) for e in events)
-    events.append(EpisodeEnded(**ids, reason="finished" if answer is not None else "budget_exhausted", steps=steps,
-                               input_tokens=10 * steps, output_tokens=5 * steps, tool_calls=steps, wall_time_s=0.1,
-                               answer=answer, final_state=evidence))
+    events.append(
+        EpisodeEnded(
+            **ids,
+            reason="finished" if answer is not None else "budget_exhausted",
+            steps=steps,
+            input_tokens=10 * steps,
+            output_tokens=5 * steps,
+            tool_calls=steps,
+            wall_time_s=0.1,
+            answer=answer,
+            final_state=evidence,
+        )
+    )
     return events

@@ -31,7 +31,10 @@ class Sources:
     @cached_property
     def tasks(self) -> LogIndex:
         return LogIndex(
-            self.ports.bus, TOPIC_TASKS, lambda e: e.task_id if isinstance(e, TaskSpecified) else None, by_record_key=True
+            self.ports.bus,
+            TOPIC_TASKS,
+            lambda e: e.task_id if isinstance(e, TaskSpecified) else None,
+            by_record_key=True,
         )
 
     @cached_property

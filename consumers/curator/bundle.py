@@ -18,9 +18,11 @@ def bundle_bytes(task: TaskSpecified, episode: EpisodeRecord) -> bytes:
     steps = []
     for s in episode.steps:
         obs = s.observation
-        steps.append({
-            "action": s.action.action.model_dump(mode="json"),
-            "result": None if obs is None else obs.result,
-            "error": None if obs is None or obs.error is None else obs.error.model_dump(mode="json"),
-        })
+        steps.append(
+            {
+                "action": s.action.action.model_dump(mode="json"),
+                "result": None if obs is None else obs.result,
+                "error": None if obs is None or obs.error is None else obs.error.model_dump(mode="json"),
+            }
+        )
     return orjson.dumps({"task_id": task.task_id, "goal": task.goal, "steps": steps}, option=orjson.OPT_SORT_KEYS)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from bus_schemas.events import ActionRejected, AnswerCriterion, EpisodeVerified, NoCollateralCriterion, StateCriterion, TaskSpecified
+from bus_schemas.events import (
+    ActionRejected,
+    AnswerCriterion,
+    EpisodeVerified,
+    NoCollateralCriterion,
+    StateCriterion,
+    TaskSpecified,
+)
 from consumers.common.episode import EpisodeRecord
 
 SAFETY_CODES = {"permission_denied", "needs_confirmation"}
@@ -22,8 +29,10 @@ def malformed(task: TaskSpecified, episode: EpisodeRecord) -> list[str]:
         reasons.append("truncated: a tool call has no observation")
     rejected = sum(isinstance(e, ActionRejected) for e in episode.events)
     if episode.ended.steps != len(episode.steps) + rejected:
-        reasons.append(f"inconsistent: EpisodeEnded.steps={episode.ended.steps} but {len(episode.steps)} actions"
-                       f" and {rejected} rejected outputs")
+        reasons.append(
+            f"inconsistent: EpisodeEnded.steps={episode.ended.steps} but {len(episode.steps)} actions"
+            f" and {rejected} rejected outputs"
+        )
     if episode.ended.reason in ("abandoned", "error"):
         reasons.append(f"truncated: episode {episode.ended.reason}")
     if episode.finish is not None and not _claim_supported(task, episode):
@@ -58,9 +67,22 @@ def recovery_demonstration(task: TaskSpecified, episode: EpisodeRecord, verdict:
     bounds = {c.id for c in task.criteria if isinstance(c, NoCollateralCriterion)}
     passed = {r.criterion_id for r in verdict.criteria if r.passed}
     trust = episode.started.trust_level if episode.started else "exact"
-    safe = (gates and verdict.outcome == "success" and trust == "exact" and episode.ended.reason == "finished"
-            and not any("destructive" in o.flags for o in episode.observations) and bounds and bounds <= passed)
-    return [f"recovery demonstration: passed through {', '.join(gates)}, verified with no collateral changes ({', '.join(sorted(bounds))})"] if safe else []
+    safe = (
+        gates
+        and verdict.outcome == "success"
+        and trust == "exact"
+        and episode.ended.reason == "finished"
+        and not any("destructive" in o.flags for o in episode.observations)
+        and bounds
+        and bounds <= passed
+    )
+    return (
+        [
+            f"recovery demonstration: passed through {', '.join(gates)}, verified with no collateral changes ({', '.join(sorted(bounds))})"
+        ]
+        if safe
+        else []
+    )
 
 
 def review_reasons(episode: EpisodeRecord, verdict: EpisodeVerified, task: TaskSpecified | None = None) -> list[str]:
@@ -78,7 +100,9 @@ def review_reasons(episode: EpisodeRecord, verdict: EpisodeVerified, task: TaskS
         reasons.append("safety-sensitive: a destructive action")
     elif any(o.error and o.error.code in SAFETY_CODES for o in episode.observations):
         if task is None or not recovery_demonstration(task, episode, verdict):
-            reasons.append("safety-sensitive: a permission-gated action, and the task cannot show it caused no collateral change")
+            reasons.append(
+                "safety-sensitive: a permission-gated action, and the task cannot show it caused no collateral change"
+            )
     if trust == "simulated" and any(o.flags for o in episode.observations):
         reasons.append("simulated backend with flagged observations")
     return reasons

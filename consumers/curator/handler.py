@@ -25,7 +25,8 @@ SIMULATED_WEIGHT = 0.5  # exact sandbox feedback counts fully; an LLM simulator'
 def provenance(task: TaskSpecified, episode: EpisodeRecord) -> Provenance:
     started = episode.started
     return Provenance(
-        task_source=task.source, backend=started.backend if started else task.backend,
+        task_source=task.source,
+        backend=started.backend if started else task.backend,
         policy_version=started.policy_version if started else "unknown",
         harness_version=started.harness_version if started else "unknown",
     )
@@ -33,22 +34,35 @@ def provenance(task: TaskSpecified, episode: EpisodeRecord) -> Provenance:
 
 def _common(cause: Event, task: TaskSpecified, episode: EpisodeRecord, reasons: list[str], producer: Producer) -> dict:
     return dict(
-        producer=producer, **{**correlate(cause), "task_id": task.task_id, "episode_id": episode.episode_id},
-        reasons=[r[:1024] for r in reasons], category=task.category, tags=list(task.tags),
-        provenance=provenance(task, episode), curator_version=VERSION,
+        producer=producer,
+        **{**correlate(cause), "task_id": task.task_id, "episode_id": episode.episode_id},
+        reasons=[r[:1024] for r in reasons],
+        category=task.category,
+        tags=list(task.tags),
+        provenance=provenance(task, episode),
+        curator_version=VERSION,
     )
 
 
 def curate(
-    verdict: EpisodeVerified, task: TaskSpecified, episode: EpisodeRecord, bundle: BlobRef,
-    first_with_bundle: str | None, producer: Producer, diagnoses: tuple[FailureDiagnosed, ...] = (),
+    verdict: EpisodeVerified,
+    task: TaskSpecified,
+    episode: EpisodeRecord,
+    bundle: BlobRef,
+    first_with_bundle: str | None,
+    producer: Producer,
+    diagnoses: tuple[FailureDiagnosed, ...] = (),
 ) -> list[Event]:
     """``first_with_bundle``: the episode that was admitted earlier with the same bundle (a duplicate), if any.
     ``diagnoses``: the failure attributions of the episode; the decision links them (and reacts to the last)."""
     common = _common(diagnoses[-1] if diagnoses else verdict, task, episode, [], producer)
     common["failure_diagnoses"] = [d.event_id for d in diagnoses]
-    attributed = [f"diagnosed {d.attribution}" + (f" at step {d.step}" if d.step is not None else "")
-                  + f" (confidence {d.confidence:.2f})" for d in diagnoses]
+    attributed = [
+        f"diagnosed {d.attribution}"
+        + (f" at step {d.step}" if d.step is not None else "")
+        + f" (confidence {d.confidence:.2f})"
+        for d in diagnoses
+    ]
     if task.split != "train":
         return [TrajectoryRejected(**{**common, "reasons": [f"{task.split} task: never trained on", *attributed]})]
     if verdict.outcome != "success":
@@ -57,18 +71,31 @@ def curate(
     if bad := malformed(task, episode):
         return [TrajectoryRejected(**{**common, "reasons": bad})]
     if first_with_bundle is not None and first_with_bundle != episode.episode_id:
-        return [TrajectoryRejected(**{**common, "reasons": [f"duplicate of {first_with_bundle} (same task and actions)"]})]
+        return [
+            TrajectoryRejected(**{**common, "reasons": [f"duplicate of {first_with_bundle} (same task and actions)"]})
+        ]
     if doubts := review_reasons(episode, verdict, task):
         return [
             TrajectoryQuarantined(**{**common, "reasons": doubts}),
-            ReviewRequested(producer=producer, **correlate(verdict), reasons=doubts, evidence=[bundle, *verdict.evidence]),
+            ReviewRequested(
+                producer=producer, **correlate(verdict), reasons=doubts, evidence=[bundle, *verdict.evidence]
+            ),
         ]
     trusted = (episode.started.trust_level if episode.started else "exact") == "exact"
-    reasons = [f"verified success ({len(verdict.criteria)} criteria) by {verdict.verifier_version}", *recovery_demonstration(task, episode, verdict)]
-    return [TrajectoryAdmitted(**{**common, "reasons": reasons}, trajectory=bundle, weight=1.0 if trusted else SIMULATED_WEIGHT)]
+    reasons = [
+        f"verified success ({len(verdict.criteria)} criteria) by {verdict.verifier_version}",
+        *recovery_demonstration(task, episode, verdict),
+    ]
+    return [
+        TrajectoryAdmitted(
+            **{**common, "reasons": reasons}, trajectory=bundle, weight=1.0 if trusted else SIMULATED_WEIGHT
+        )
+    ]
 
 
-def apply_review(decision: ReviewDecided, task: TaskSpecified, episode: EpisodeRecord, bundle: BlobRef, producer: Producer) -> list[Event]:
+def apply_review(
+    decision: ReviewDecided, task: TaskSpecified, episode: EpisodeRecord, bundle: BlobRef, producer: Producer
+) -> list[Event]:
     """The reviewer's word is final: approve/correct admit, reject rejects, quarantine holds."""
     why = f"review by {decision.reviewer}: {decision.decision}" + (f" ({decision.note})" if decision.note else "")
     common = _common(decision, task, episode, [why], producer)

@@ -49,12 +49,20 @@ class Curator:
     def _verdict_of(self, diagnosis: FailureDiagnosed, ports: Ports) -> EpisodeVerified:
         """The verdict a diagnosis answers (its causation), read back from ``verdicts``."""
         self._verdicts = self._verdicts or LogIndex(
-            ports.bus, TOPIC_VERDICTS, lambda e: e.episode_id if isinstance(e, EpisodeVerified) else None, by_record_key=True
+            ports.bus,
+            TOPIC_VERDICTS,
+            lambda e: e.episode_id if isinstance(e, EpisodeVerified) else None,
+            by_record_key=True,
         )
         assert diagnosis.episode_id is not None
         # Not forgotten after use: a second diagnosis of the episode would otherwise re-read the whole topic.
-        found = [e for e in self._verdicts.lookup(diagnosis.episode_id, lambda evs: any(e.event_id == diagnosis.causation_id for e in evs))
-                 if e.event_id == diagnosis.causation_id]
+        found = [
+            e
+            for e in self._verdicts.lookup(
+                diagnosis.episode_id, lambda evs: any(e.event_id == diagnosis.causation_id for e in evs)
+            )
+            if e.event_id == diagnosis.causation_id
+        ]
         if not found or not isinstance(found[0], EpisodeVerified):
             raise MissingInput(f"no EpisodeVerified {diagnosis.causation_id} for diagnosis {diagnosis.event_id}")
         return found[0]

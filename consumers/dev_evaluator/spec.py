@@ -58,7 +58,9 @@ class DevEvaluator:
     @cached_property
     def verdicts(self) -> LogIndex:
         assert self.ports is not None
-        return LogIndex(self.ports.bus, TOPIC_VERDICTS, lambda e: e.episode_id if isinstance(e, EpisodeVerified) else None)
+        return LogIndex(
+            self.ports.bus, TOPIC_VERDICTS, lambda e: e.episode_id if isinstance(e, EpisodeVerified) else None
+        )
 
     @cached_property
     def ends(self) -> LogIndex:

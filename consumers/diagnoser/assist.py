@@ -36,10 +36,16 @@ def prompt(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified
     for spawned_at, record in episode.walk():
         indent = "" if spawned_at is None else "  "
         if spawned_at is not None:
-            lines.append(f"{indent}sub-agent {record.episode_id[-8:]} (spawned at step {spawned_at}), ended {record.ended.reason}:")
+            lines.append(
+                f"{indent}sub-agent {record.episode_id[-8:]} (spawned at step {spawned_at}), ended {record.ended.reason}:"
+            )
         lines += [indent + _turn(t) for t in record.turns]
-    lines += [f"Failed criteria: {', '.join(failed) or 'none'}", f"Rule guesses: {', '.join(f.label for f in found)}",
-              f"Answer with one label of: {', '.join(LABELS)}.", "Label:"]
+    lines += [
+        f"Failed criteria: {', '.join(failed) or 'none'}",
+        f"Rule guesses: {', '.join(f.label for f in found)}",
+        f"Answer with one label of: {', '.join(LABELS)}.",
+        "Label:",
+    ]
     return "\n".join(lines)
 
 
@@ -63,7 +69,9 @@ class ModelAssist:
     version: str
     confident: float = CONFIDENT
 
-    def review(self, task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified, found: list[Finding]) -> list[Finding]:
+    def review(
+        self, task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified, found: list[Finding]
+    ) -> list[Finding]:
         """``found`` unchanged when the rules are confident or the model names no label; else the model's first."""
         if found[0].confidence >= self.confident:
             return found
@@ -97,6 +105,6 @@ def _local_lm(path: str) -> Completer:
     def complete(text: str) -> str:
         inputs = tokenizer(text, return_tensors="pt", truncation=True, max_length=2048)
         out = model.generate(**inputs, max_new_tokens=12, do_sample=False)
-        return str(tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+        return str(tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True))
 
     return complete

@@ -12,7 +12,11 @@ VERSION = "0.2.0"  # 0.2.0: sees rejected outputs and sub-agents; invalid_output
 
 
 def diagnose(
-    verdict: EpisodeVerified, task: TaskSpecified, episode: EpisodeRecord, producer: Producer, assist: ModelAssist | None = None,
+    verdict: EpisodeVerified,
+    task: TaskSpecified,
+    episode: EpisodeRecord,
+    producer: Producer,
+    assist: ModelAssist | None = None,
 ) -> FailureDiagnosed:
     """Rules first; with ``assist``, a model may name the label when the rules are unsure."""
     found = findings(task, episode, verdict)
@@ -21,7 +25,13 @@ def diagnose(
     first = found[0]
     secondary = list(dict.fromkeys(f.label for f in found[1:] if f.label != first.label))
     return FailureDiagnosed(
-        producer=producer, **correlate(verdict),
-        attribution=first.label, secondary=secondary, step=first.step, explanation=first.explanation[:16384],
-        evidence=list(verdict.evidence), confidence=first.confidence, diagnoser_version=VERSION,
+        producer=producer,
+        **correlate(verdict),
+        attribution=first.label,
+        secondary=secondary,
+        step=first.step,
+        explanation=first.explanation[:16384],
+        evidence=list(verdict.evidence),
+        confidence=first.confidence,
+        diagnoser_version=VERSION,
     )

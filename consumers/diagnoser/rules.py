@@ -25,7 +25,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bus_schemas.actions import MemoryRead, MemoryWrite
-from bus_schemas.events import AnswerCriterion, EpisodeVerified, FailureCategory, NoCollateralCriterion, StateCriterion, TaskSpecified
+from bus_schemas.events import (
+    AnswerCriterion,
+    EpisodeVerified,
+    FailureCategory,
+    NoCollateralCriterion,
+    StateCriterion,
+    TaskSpecified,
+)
 from consumers.common.episode import EpisodeRecord, Rejection, Step
 
 
@@ -77,12 +84,25 @@ def _rejections(ep: EpisodeRecord) -> Iterator[tuple[int, str, Rejection]]:
 
 def _ended_by_invalid_output(record: EpisodeRecord) -> bool:
     turns = record.turns
-    return record.ended.reason == "error" and bool(turns) and isinstance(turns[-1], Rejection) and record.unanswered_context is None
+    return (
+        record.ended.reason == "error"
+        and bool(turns)
+        and isinstance(turns[-1], Rejection)
+        and record.unanswered_context is None
+    )
 
 
 def environment_error(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
-    failures = [(at, where, s) for at, where, s in _steps(ep) if s.observation and s.observation.error
-                and (s.observation.error.code == "internal" or (s.call is not None and s.observation.error.code in ENVIRONMENT_CODES))]
+    failures = [
+        (at, where, s)
+        for at, where, s in _steps(ep)
+        if s.observation
+        and s.observation.error
+        and (
+            s.observation.error.code == "internal"
+            or (s.call is not None and s.observation.error.code in ENVIRONMENT_CODES)
+        )
+    ]
     if failures:
         at, where, s = failures[0]
         last = ep.turns[-1].number if ep.turns else None
@@ -92,9 +112,19 @@ def environment_error(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVe
     if ep.ended.reason == "error" and not _ended_by_invalid_output(ep):
         silent = ep.unanswered_context
         if silent is not None:
-            return Finding("environment_error", silent, f"the context of step {silent} got no model output: the inference endpoint failed", confidence(0.8))
+            return Finding(
+                "environment_error",
+                silent,
+                f"the context of step {silent} got no model output: the inference endpoint failed",
+                confidence(0.8),
+            )
         if not ep.turns:
-            return Finding("environment_error", None, "the episode ended in error before any step: the backend could not start it", confidence(0.8))
+            return Finding(
+                "environment_error",
+                None,
+                "the episode ended in error before any step: the backend could not start it",
+                confidence(0.8),
+            )
         return Finding("environment_error", None, "the episode ended in error after a usable action", confidence(0.4))
     return None
 
@@ -109,27 +139,55 @@ def invalid_output(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerif
     at, where, first = rejected[0]
     share = len(rejected) / max(outputs, 1)
     if _ended_by_invalid_output(ep):
-        return Finding("invalid_output", at, f"{summary}; the invalid-output budget ran out (first at {where}: {first.rejected.error.message[:200]})",
-                       confidence(0.6, *[0.1] * len(rejected)))
+        return Finding(
+            "invalid_output",
+            at,
+            f"{summary}; the invalid-output budget ran out (first at {where}: {first.rejected.error.message[:200]})",
+            confidence(0.6, *[0.1] * len(rejected)),
+        )
     if ep.ended.reason == "budget_exhausted" and share >= 0.5:
-        return Finding("invalid_output", at, f"{summary}; they used up the step budget", confidence(0.8 * share, *[0.05] * len(rejected)))
-    children = [(spawned_at, r) for spawned_at, r in ep.walk() if spawned_at is not None and _ended_by_invalid_output(r)]
+        return Finding(
+            "invalid_output",
+            at,
+            f"{summary}; they used up the step budget",
+            confidence(0.8 * share, *[0.05] * len(rejected)),
+        )
+    children = [
+        (spawned_at, r) for spawned_at, r in ep.walk() if spawned_at is not None and _ended_by_invalid_output(r)
+    ]
     if children:
         spawn, child = children[0]
-        return Finding("invalid_output", spawn, f"{summary}; sub-agent {child.episode_id[-8:]} ran out of valid outputs", confidence(0.4, 0.2 * share))
+        return Finding(
+            "invalid_output",
+            spawn,
+            f"{summary}; sub-agent {child.episode_id[-8:]} ran out of valid outputs",
+            confidence(0.4, 0.2 * share),
+        )
     return None
 
 
 def policy_violation(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
-    gated = [(at, where) for at, where, s in _steps(ep) if (obs := s.observation)
-             and (obs.error and obs.error.code in SAFETY_CODES or "destructive" in obs.flags)]
+    gated = [
+        (at, where)
+        for at, where, s in _steps(ep)
+        if (obs := s.observation) and (obs.error and obs.error.code in SAFETY_CODES or "destructive" in obs.flags)
+    ]
     failed = _failed(task, verdict, NoCollateralCriterion)
     if gated:
         at, where = gated[0]
-        return Finding("policy_violation", at, f"an action needed permission or confirmation the policy did not have ({where}, {len(gated)} such)",
-                       confidence(*[0.5] * len(gated), *[0.4] * len(failed)))
+        return Finding(
+            "policy_violation",
+            at,
+            f"an action needed permission or confirmation the policy did not have ({where}, {len(gated)} such)",
+            confidence(*[0.5] * len(gated), *[0.4] * len(failed)),
+        )
     if failed:
-        return Finding("policy_violation", None, f"changed state the task did not allow ({', '.join(failed)})", confidence(*[0.7] * len(failed)))
+        return Finding(
+            "policy_violation",
+            None,
+            f"changed state the task did not allow ({', '.join(failed)})",
+            confidence(*[0.7] * len(failed)),
+        )
     return None
 
 
@@ -143,7 +201,12 @@ def recovery(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -
     if not repeats:
         return None
     at, where, name = repeats[0]
-    return Finding("recovery", at, f"repeated the failing call {name} unchanged ({where}, {len(repeats)} repeat(s))", confidence(*[0.7] * len(repeats)))
+    return Finding(
+        "recovery",
+        at,
+        f"repeated the failing call {name} unchanged ({where}, {len(repeats)} repeat(s))",
+        confidence(*[0.7] * len(repeats)),
+    )
 
 
 def state_tracking(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
@@ -167,21 +230,48 @@ _UNKNOWN_NAME = re.compile(r"Unknown tool '([^']+)'")
 
 
 def tool_routing(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
-    wrong = [(at, f"called {s.call.name}, not a tool for this goal ({where})") for at, where, s in _steps(ep) if s.call is not None
-             and (s.call.name not in task.tools or (s.observation and s.observation.error and s.observation.error.code == "unknown_tool"))]
-    disabled = [(at, f"used {s.action.action.kind}, which this harness disables ({where})") for at, where, s in _steps(ep)
-                if isinstance(s.action.action, (MemoryRead, MemoryWrite)) and s.observation and s.observation.error
-                and s.observation.error.code == "unavailable"]
-    invented = [(at, f"asked for a tool that does not exist{_named(r)} ({where})") for at, where, r in _rejections(ep) if r.code == "unknown_tool"]
+    wrong = [
+        (at, f"called {s.call.name}, not a tool for this goal ({where})")
+        for at, where, s in _steps(ep)
+        if s.call is not None
+        and (
+            s.call.name not in task.tools
+            or (s.observation and s.observation.error and s.observation.error.code == "unknown_tool")
+        )
+    ]
+    disabled = [
+        (at, f"used {s.action.action.kind}, which this harness disables ({where})")
+        for at, where, s in _steps(ep)
+        if isinstance(s.action.action, (MemoryRead, MemoryWrite))
+        and s.observation
+        and s.observation.error
+        and s.observation.error.code == "unavailable"
+    ]
+    invented = [
+        (at, f"asked for a tool that does not exist{_named(r)} ({where})")
+        for at, where, r in _rejections(ep)
+        if r.code == "unknown_tool"
+    ]
     weights = [0.7] * len(wrong) + [0.4] * len(disabled) + [0.35] * len(invented)
     if wrong or disabled or invented:
         at, why = (wrong or disabled or invented)[0]
         return Finding("tool_routing", at, why, confidence(*weights))
-    apps_needed = {str(c.params.get("path", "")).strip("/").split("/", 1)[0] for c in task.criteria if isinstance(c, StateCriterion) and c.id in _failed(task, verdict, StateCriterion)}
-    written = {s.call.name.split(".", 1)[0] for _, _, s in _steps(ep) if s.call and s.observation and s.observation.changes}
+    apps_needed = {
+        str(c.params.get("path", "")).strip("/").split("/", 1)[0]
+        for c in task.criteria
+        if isinstance(c, StateCriterion) and c.id in _failed(task, verdict, StateCriterion)
+    }
+    written = {
+        s.call.name.split(".", 1)[0] for _, _, s in _steps(ep) if s.call and s.observation and s.observation.changes
+    }
     if apps_needed - {""} and written and not (apps_needed & written):
         step = next(at for at, _, s in _steps(ep) if s.call and s.observation and s.observation.changes)
-        return Finding("tool_routing", step, f"changed {sorted(written)} but the goal needed {sorted(apps_needed - {''})}", confidence(0.5, 0.1 * len(apps_needed)))
+        return Finding(
+            "tool_routing",
+            step,
+            f"changed {sorted(written)} but the goal needed {sorted(apps_needed - {''})}",
+            confidence(0.5, 0.1 * len(apps_needed)),
+        )
     return None
 
 
@@ -191,10 +281,19 @@ def _named(r: Rejection) -> str:
 
 
 def argument_grounding(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
-    refused = [(at, f"{s.call.name} got an unsupported argument ({where}): {s.observation.error.message}") for at, where, s in _steps(ep)  # type: ignore[union-attr]
-               if s.call is not None and s.observation and s.observation.error and s.observation.error.code in {"invalid_argument", "not_found"}]
-    malformed = [(at, f"arguments did not fit the tool's schema ({where}): {r.rejected.error.message[:200]}") for at, where, r in _rejections(ep)
-                 if r.code == "invalid_argument"]
+    refused = [
+        (at, f"{s.call.name} got an unsupported argument ({where}): {s.observation.error.message}")
+        for at, where, s in _steps(ep)  # type: ignore[union-attr]
+        if s.call is not None
+        and s.observation
+        and s.observation.error
+        and s.observation.error.code in {"invalid_argument", "not_found"}
+    ]
+    malformed = [
+        (at, f"arguments did not fit the tool's schema ({where}): {r.rejected.error.message[:200]}")
+        for at, where, r in _rejections(ep)
+        if r.code == "invalid_argument"
+    ]
     if not refused and not malformed:
         return None
     at, why = (refused or malformed)[0]
@@ -221,7 +320,12 @@ def premature_termination(task: TaskSpecified, ep: EpisodeRecord, verdict: Episo
         return None
     changed = any(o.changes for o in ep.observations)
     why = f"finished before {', '.join(failed)} held" + ("" if changed else " (no step changed any state)")
-    return Finding("premature_termination", ep.steps[-1].number, why, confidence(0.5, *[0.1] * len(failed), 0.0 if changed else 0.4))
+    return Finding(
+        "premature_termination",
+        ep.steps[-1].number,
+        why,
+        confidence(0.5, *[0.1] * len(failed), 0.0 if changed else 0.4),
+    )
 
 
 RULES: tuple[Rule, ...] = (

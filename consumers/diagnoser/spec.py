@@ -33,4 +33,6 @@ class Diagnoser:
 
 def build() -> ConsumerSpec:
     """Rules only, unless ``FLYWHEEL_DIAGNOSER_MODEL`` configures a model-assisted pass (see ``assist``)."""
-    return ConsumerSpec(NAME, (TOPIC_VERDICTS,), Diagnoser(load_assist()).handle, frozenset({"EpisodeVerified"}), VERSION)
+    return ConsumerSpec(
+        NAME, (TOPIC_VERDICTS,), Diagnoser(load_assist()).handle, frozenset({"EpisodeVerified"}), VERSION
+    )

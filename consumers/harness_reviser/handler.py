@@ -84,8 +84,13 @@ def _with_writer(draft: Draft, cluster: Cluster, base: HarnessConfig, writer: Wr
 
 
 def choose(
-    dev: DevSetEvaluated, diagnoses: Sequence[FailureDiagnosed], tasks: Mapping[str, TaskSpecified],
-    base: HarnessConfig, cfg: ReviserConfig, docs: ToolDocs, writer: Writer | None = None,
+    dev: DevSetEvaluated,
+    diagnoses: Sequence[FailureDiagnosed],
+    tasks: Mapping[str, TaskSpecified],
+    base: HarnessConfig,
+    cfg: ReviserConfig,
+    docs: ToolDocs,
+    writer: Writer | None = None,
 ) -> Proposal | Skip:
     """The revision for this round, or why there is none."""
     found = clusters(diagnoses, tasks)
@@ -96,7 +101,9 @@ def choose(
         key=lambda c: (-len(c.diagnoses), _dev_rate(dev, _capability(c)), order.index(c.category)),
     )
     if not eligible:
-        return Skip(f"no fixable failure category reached min_cluster={cfg.min_cluster} in round {dev.round} (diagnoses: {counts})")
+        return Skip(
+            f"no fixable failure category reached min_cluster={cfg.min_cluster} in round {dev.round} (diagnoses: {counts})"
+        )
     for cluster in eligible:
         draft = TEMPLATES[cluster.category](cluster, base, docs)
         if draft is None:
@@ -112,10 +119,14 @@ def choose(
 
 def _summary(dev: DevSetEvaluated, cluster: Cluster, draft: Draft, patch: Patch, author: str, total: int) -> str:
     capability = _capability(cluster)
-    dev_part = f"dev overall {dev.overall:.2f}" + (f", {capability} {_dev_rate(dev, capability):.2f}" if capability else "")
+    dev_part = f"dev overall {dev.overall:.2f}" + (
+        f", {capability} {_dev_rate(dev, capability):.2f}" if capability else ""
+    )
     examples = "; ".join(cluster.examples())
-    return (f"{cluster.category}: {len(cluster.diagnoses)} of {total} diagnoses in round {dev.round} ({dev_part}); "
-            f"{draft.why}. {patch.kind} by {author}. Examples: {examples}")[:16384]
+    return (
+        f"{cluster.category}: {len(cluster.diagnoses)} of {total} diagnoses in round {dev.round} ({dev_part}); "
+        f"{draft.why}. {patch.kind} by {author}. Examples: {examples}"
+    )[:16384]
 
 
 def revision_id(harness_name: str, base_version: str, round_: int | None, patch: Patch) -> str:
@@ -124,29 +135,55 @@ def revision_id(harness_name: str, base_version: str, round_: int | None, patch:
     return f"{harness_name}-r{round_}-{digest[:12]}"
 
 
-def proposed(dev: DevSetEvaluated, base_version: str, base: HarnessConfig, proposal: Proposal, patch_ref: BlobRef,
-             producer: Producer) -> HarnessRevisionProposed:
+def proposed(
+    dev: DevSetEvaluated,
+    base_version: str,
+    base: HarnessConfig,
+    proposal: Proposal,
+    patch_ref: BlobRef,
+    producer: Producer,
+) -> HarnessRevisionProposed:
     return HarnessRevisionProposed(
-        producer=producer, **correlate(dev), harness_name=base.name,
-        revision_id=revision_id(base.name, base_version, dev.round, proposal.patch), base_version=base_version,
-        patch=patch_ref, summary=proposal.summary, targets=[proposal.cluster.category],
+        producer=producer,
+        **correlate(dev),
+        harness_name=base.name,
+        revision_id=revision_id(base.name, base_version, dev.round, proposal.patch),
+        base_version=base_version,
+        patch=patch_ref,
+        summary=proposal.summary,
+        targets=[proposal.cluster.category],
         motivated_by=[d.event_id for d in proposal.cluster.diagnoses],
     )
 
 
-def auto_decided(dev: DevSetEvaluated, revision: HarnessRevisionProposed, kind: str, producer: Producer) -> HarnessRevisionDecided:
+def auto_decided(
+    dev: DevSetEvaluated, revision: HarnessRevisionProposed, kind: str, producer: Producer
+) -> HarnessRevisionDecided:
     return HarnessRevisionDecided(
-        producer=producer, **correlate(dev), harness_name=revision.harness_name, revision_id=revision.revision_id,
-        decision="accepted", decided_by=f"{AUTO}{kind}", reason=f"change kind {kind} is allow-listed for auto-approval",
+        producer=producer,
+        **correlate(dev),
+        harness_name=revision.harness_name,
+        revision_id=revision.revision_id,
+        decision="accepted",
+        decided_by=f"{AUTO}{kind}",
+        reason=f"change kind {kind} is allow-listed for auto-approval",
     )
 
 
-def skipped(dev: DevSetEvaluated, harness_name: str, base_version: str, reason: str, producer: Producer) -> HarnessRevisionSkipped:
-    return HarnessRevisionSkipped(producer=producer, **correlate(dev), harness_name=harness_name, base_version=base_version, reason=reason)
+def skipped(
+    dev: DevSetEvaluated, harness_name: str, base_version: str, reason: str, producer: Producer
+) -> HarnessRevisionSkipped:
+    return HarnessRevisionSkipped(
+        producer=producer, **correlate(dev), harness_name=harness_name, base_version=base_version, reason=reason
+    )
 
 
 def is_input(event: Event) -> bool:
     """What the reviser acts on: a model's dev results, or a human's acceptance of a proposal."""
     if isinstance(event, DevSetEvaluated):
         return event.evaluates == "model" and event.split == "dev"
-    return isinstance(event, HarnessRevisionDecided) and event.decision == "accepted" and not event.decided_by.startswith(AUTO)
+    return (
+        isinstance(event, HarnessRevisionDecided)
+        and event.decision == "accepted"
+        and not event.decided_by.startswith(AUTO)
+    )

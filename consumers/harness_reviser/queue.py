@@ -23,9 +23,16 @@ def pending_revisions(bus: Bus) -> list[HarnessRevisionProposed]:
     return [p for rid, p in proposals.items() if rid not in decided]
 
 
-def decide_revision(proposal: HarnessRevisionProposed, accept: bool, reviewer: str, note: str = "") -> HarnessRevisionDecided:
+def decide_revision(
+    proposal: HarnessRevisionProposed, accept: bool, reviewer: str, note: str = ""
+) -> HarnessRevisionDecided:
     """The reviewer's decision; the reviser publishes an accepted revision as a new harness version."""
     return HarnessRevisionDecided(
-        producer=REVIEWER, **correlate(proposal), harness_name=proposal.harness_name, revision_id=proposal.revision_id,
-        decision="accepted" if accept else "rejected", decided_by=reviewer, reason=note,
+        producer=REVIEWER,
+        **correlate(proposal),
+        harness_name=proposal.harness_name,
+        revision_id=proposal.revision_id,
+        decision="accepted" if accept else "rejected",
+        decided_by=reviewer,
+        reason=note,
     )

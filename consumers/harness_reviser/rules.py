@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from bus_schemas.events import Budgets, FailureCategory, FailureDiagnosed, TaskSpecified
 from harness_service.runner.budgets import effective_budgets
 from harness_service.config import HarnessConfig
-from harness_service.revisions import AddInstruction, AddSkill, EditSkill, Patch, SetBudgets, SetMemoryPolicy, skill_notes
+from harness_service.revisions import (
+    AddInstruction,
+    AddSkill,
+    EditSkill,
+    Patch,
+    SetBudgets,
+    SetMemoryPolicy,
+    skill_notes,
+)
 from harness_service.tools.selection import select_tools
 from producers.backends.base import ToolSpec
 
@@ -90,20 +98,27 @@ def hallucinated_completion(cluster: Cluster, base: HarnessConfig, docs: ToolDoc
 def _binding_steps(cluster: Cluster, base: HarnessConfig) -> int | None:
     """A larger harness step budget that lets at least one failing task run longer, or None when none can."""
     steps = min(base.budgets.max_steps + 5, MAX_STEPS)
-    caps = [(t.budgets or Budgets()).max_steps for t in cluster.tasks.values()]  # a task without budgets has the defaults
+    caps = [
+        (t.budgets or Budgets()).max_steps for t in cluster.tasks.values()
+    ]  # a task without budgets has the defaults
     room = [c for c in caps if c > base.budgets.max_steps]
     if not room or steps <= base.budgets.max_steps:
         return None
     steps = min(steps, max(room))
     raised = base.budgets.model_copy(update={"max_steps": steps})
-    binds = any(effective_budgets(raised, t.budgets).max_steps > effective_budgets(base.budgets, t.budgets).max_steps for t in cluster.tasks.values())
+    binds = any(
+        effective_budgets(raised, t.budgets).max_steps > effective_budgets(base.budgets, t.budgets).max_steps
+        for t in cluster.tasks.values()
+    )
     return steps if binds else None
 
 
 def recovery(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
     draft = _instruction(RECOVERY, base, "failing calls were repeated unchanged")
     if draft is None and (steps := _binding_steps(cluster, base)) is not None:
-        draft = Draft(SetBudgets(max_steps=steps), f"failing calls still repeated with the instruction: {steps} steps to recover")
+        draft = Draft(
+            SetBudgets(max_steps=steps), f"failing calls still repeated with the instruction: {steps} steps to recover"
+        )
     return draft
 
 

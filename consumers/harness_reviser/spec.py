@@ -9,7 +9,13 @@ from functools import cached_property
 from pathlib import Path
 
 from bus_schemas.envelope import Event, Producer, correlate
-from bus_schemas.events import DevSetEvaluated, FailureDiagnosed, HarnessRevisionDecided, HarnessRevisionProposed, HarnessVersionPublished
+from bus_schemas.events import (
+    DevSetEvaluated,
+    FailureDiagnosed,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessVersionPublished,
+)
 from bus_schemas.topics import TOPIC_DIAGNOSES, TOPIC_HARNESS, TOPIC_MODELS
 from consumers.common.log_index import LogIndex
 from consumers.common.sources import MissingInput, Sources
@@ -52,7 +58,9 @@ def load_base(registry, ref: str) -> tuple[HarnessConfig, str] | None:
 
 
 class HarnessReviser:
-    def __init__(self, config: ReviserConfig | None = None, writer: Writer | None = None, docs: ToolDocs = sandbox_docs) -> None:
+    def __init__(
+        self, config: ReviserConfig | None = None, writer: Writer | None = None, docs: ToolDocs = sandbox_docs
+    ) -> None:
         self.config = config or ReviserConfig()
         self.docs = docs
         self._writer = writer
@@ -61,12 +69,18 @@ class HarnessReviser:
     @cached_property
     def diagnoses(self) -> LogIndex:
         assert self.ports is not None
-        return LogIndex(self.ports.bus, TOPIC_DIAGNOSES, lambda e: f"{e.run_id}/{e.round}" if isinstance(e, FailureDiagnosed) else None)
+        return LogIndex(
+            self.ports.bus,
+            TOPIC_DIAGNOSES,
+            lambda e: f"{e.run_id}/{e.round}" if isinstance(e, FailureDiagnosed) else None,
+        )
 
     @cached_property
     def proposals(self) -> LogIndex:
         assert self.ports is not None
-        return LogIndex(self.ports.bus, TOPIC_HARNESS, lambda e: e.revision_id if isinstance(e, HarnessRevisionProposed) else None)
+        return LogIndex(
+            self.ports.bus, TOPIC_HARNESS, lambda e: e.revision_id if isinstance(e, HarnessRevisionProposed) else None
+        )
 
     @cached_property
     def sources(self) -> Sources:
@@ -94,10 +108,20 @@ class HarnessReviser:
         base = load_base(ports.registry, dev.harness_version)
         if base is None:
             name = dev.harness_version.split("@")[0].split("/")[0]
-            return [skipped(dev, name, dev.harness_version, f"base harness {dev.harness_version!r} is not a registry version", PRODUCER)]
+            return [
+                skipped(
+                    dev,
+                    name,
+                    dev.harness_version,
+                    f"base harness {dev.harness_version!r} is not a registry version",
+                    PRODUCER,
+                )
+            ]
         config, base_version = base
         self.diagnoses.catch_up()
-        found = sorted(self.diagnoses.get(f"{dev.run_id}/{dev.round}"), key=lambda e: e.event_id)  # uuid7: creation order
+        found = sorted(
+            self.diagnoses.get(f"{dev.run_id}/{dev.round}"), key=lambda e: e.event_id
+        )  # uuid7: creation order
         diagnosed = [d for d in found if isinstance(d, FailureDiagnosed)]
         tasks = {d.task_id: self.sources.task(d.task_id) for d in diagnosed}
         # Only failures on train tasks: revising the harness from dev failures would tune it to the dev split.
@@ -120,21 +144,35 @@ class HarnessReviser:
         assert isinstance(proposal, HarnessRevisionProposed)
         base = load_base(ports.registry, proposal.base_version)
         if base is None:
-            raise MissingInput(f"base harness {proposal.base_version!r} of {proposal.revision_id} is not in the registry")
+            raise MissingInput(
+                f"base harness {proposal.base_version!r} of {proposal.revision_id} is not in the registry"
+            )
         revised = apply(base[0], parse_patch(ports.blobs.get(proposal.patch)))
         return self._publish(ports, decided, revised, proposal)
 
-    def _publish(self, ports: Ports, cause: Event, revised: HarnessConfig, proposal: HarnessRevisionProposed) -> HarnessVersionPublished:
+    def _publish(
+        self, ports: Ports, cause: Event, revised: HarnessConfig, proposal: HarnessRevisionProposed
+    ) -> HarnessVersionPublished:
         """Registers ``revised`` (once per revision id) without an alias and returns the event, caused by ``cause``."""
         event = publish_harness_version(
-            ports.registry, ports.blobs, revised, producer=PRODUCER, run_id=cause.run_id, aliases=(),
-            parent_version=proposal.base_version, revision_id=proposal.revision_id, round=cause.round,
+            ports.registry,
+            ports.blobs,
+            revised,
+            producer=PRODUCER,
+            run_id=cause.run_id,
+            aliases=(),
+            parent_version=proposal.base_version,
+            revision_id=proposal.revision_id,
+            round=cause.round,
         )
         return event.model_copy(update=correlate(cause))
 
 
 def build(config: ReviserConfig | None = None, writer: Writer | None = None) -> ConsumerSpec:
     return ConsumerSpec(
-        NAME, (TOPIC_MODELS, TOPIC_HARNESS), HarnessReviser(config, writer).handle,
-        frozenset({"DevSetEvaluated", "HarnessRevisionDecided"}), VERSION,
+        NAME,
+        (TOPIC_MODELS, TOPIC_HARNESS),
+        HarnessReviser(config, writer).handle,
+        frozenset({"DevSetEvaluated", "HarnessRevisionDecided"}),
+        VERSION,
     )

@@ -34,8 +34,10 @@ class ModelWriter:
 
     def prompt(self, cluster: Cluster, template: str) -> list[ChatMessage]:
         examples = "\n".join(f"- {e}" for e in cluster.examples())
-        user = (f"Failure category: {cluster.category} ({len(cluster.diagnoses)} failed episodes).\n"
-                f"Examples:\n{examples}\nA generic fix would be: {template}\nWrite the instruction.")
+        user = (
+            f"Failure category: {cluster.category} ({len(cluster.diagnoses)} failed episodes).\n"
+            f"Examples:\n{examples}\nA generic fix would be: {template}\nWrite the instruction."
+        )
         return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
 
     def write(self, cluster: Cluster, template: str) -> str | None:

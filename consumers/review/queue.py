@@ -30,5 +30,14 @@ def pending(by_episode: dict[str, list[Event]]) -> list[ReviewRequested]:
     return sorted(out, key=lambda e: (e.occurred_at, e.event_id))
 
 
-def decide(request: ReviewRequested, decision: str, reviewer: str, note: str = "", corrected: BlobRef | None = None) -> ReviewDecided:
-    return ReviewDecided(producer=PRODUCER, **correlate(request), decision=decision, reviewer=reviewer, note=note, corrected_trajectory=corrected)  # type: ignore[arg-type]
+def decide(
+    request: ReviewRequested, decision: str, reviewer: str, note: str = "", corrected: BlobRef | None = None
+) -> ReviewDecided:
+    return ReviewDecided(
+        producer=PRODUCER,
+        **correlate(request),
+        decision=decision,
+        reviewer=reviewer,
+        note=note,
+        corrected_trajectory=corrected,
+    )  # type: ignore[arg-type]

@@ -29,8 +29,12 @@ from consumers.reweighter.competence import competence_by_task
 
 VERSION = "0.1.0"
 LABEL_TO_TAG = {
-    "tool_routing": "tool_routing", "argument_grounding": "argument_grounding", "state_tracking": "state_tracking",
-    "recovery": "recovery", "premature_termination": "verified_completion", "hallucinated_completion": "verified_completion",
+    "tool_routing": "tool_routing",
+    "argument_grounding": "argument_grounding",
+    "state_tracking": "state_tracking",
+    "recovery": "recovery",
+    "premature_termination": "verified_completion",
+    "hallucinated_completion": "verified_completion",
 }
 
 
@@ -54,8 +58,13 @@ def preserved(task_id: str, one_in: int) -> bool:
 
 
 def plan(
-    started: RoundStarted, tasks: list[TaskSpecified], verdicts: list[EpisodeVerified],
-    diagnoses: list[FailureDiagnosed], dev: DevSetEvaluated | None, producer: Producer, cfg: PlanConfig = PlanConfig(),
+    started: RoundStarted,
+    tasks: list[TaskSpecified],
+    verdicts: list[EpisodeVerified],
+    diagnoses: list[FailureDiagnosed],
+    dev: DevSetEvaluated | None,
+    producer: Producer,
+    cfg: PlanConfig = PlanConfig(),
     demonstrated: frozenset[str] | set[str] = frozenset(),
 ) -> list[Event]:
     """``verdicts``/``diagnoses``: the model's (scripted rounds excluded); ``demonstrated``: train tasks a scripted
@@ -79,30 +88,47 @@ def plan(
             weights[task.task_id] = round(w, 6)  # sparse: absent = 1.0, so the plan stays small with many tasks
     categories = sorted({t.category for t in train})
     cat_rate = {
-        cat: [comp[t.task_id].success_rate for t in train if t.category == cat and t.task_id in comp] for cat in categories
+        cat: [comp[t.task_id].success_rate for t in train if t.category == cat and t.task_id in comp]
+        for cat in categories
     }
     category_weights = {cat: round(1.5 - (sum(r) / len(r) if r else 0.5), 6) for cat, r in cat_rate.items()}
     labels = Counter(LABEL_TO_TAG[d.attribution] for d in diagnoses if d.attribution in LABEL_TO_TAG)
     total = sum(labels.values())
     tag_weights = {tag: round(1.0 + n / total, 6) for tag, n in sorted(labels.items())} if total else {}
     plan_id = f"{started.run_id}/round-{started.round}"
-    out: list[Event] = [SamplingPlanUpdated(
-        producer=producer, **correlate(started), plan_id=plan_id, category_weights=category_weights,
-        tag_weights=tag_weights, task_weights=weights, reweighter_version=VERSION,
-        rationale=f"{len(comp)} tasks attempted, {sum(1 for t, w in weights.items() if w < 1 and t in comp)} down-weighted as "
-        f"mastered, {sum(1 for t in weights if t in demonstrated and t not in comp)} as demonstrated, "
-        f"{len(repair)} in repair sets, from {len(verdicts)} verdicts before round {started.round}",
-    )]
+    out: list[Event] = [
+        SamplingPlanUpdated(
+            producer=producer,
+            **correlate(started),
+            plan_id=plan_id,
+            category_weights=category_weights,
+            tag_weights=tag_weights,
+            task_weights=weights,
+            reweighter_version=VERSION,
+            rationale=f"{len(comp)} tasks attempted, {sum(1 for t, w in weights.items() if w < 1 and t in comp)} down-weighted as "
+            f"mastered, {sum(1 for t in weights if t in demonstrated and t not in comp)} as demonstrated, "
+            f"{len(repair)} in repair sets, from {len(verdicts)} verdicts before round {started.round}",
+        )
+    ]
     for cat in sorted(set(categories) | set(OVERALL_WEIGHTS)) if dev else []:
         score = dev.per_category.get(cat)
         pool = sum(1 for t in train if t.category == cat and t.task_id not in comp and t.task_id not in demonstrated)
         if score is not None and score.success_rate < cfg.low_dev_score and pool < cfg.min_pool:
-            mastered = sorted(t.task_id for t in train if t.category == cat and t.task_id in comp
-                              and comp[t.task_id].success_rate >= cfg.mastered_at)
-            out.append(TaskGenerationRequested(
-                producer=producer, **correlate(started), request_id=f"{plan_id}/{cat}", capability=cat,
-                count=min(cfg.max_request, cfg.min_pool - pool), seed_task_ids=mastered[:5],
-                rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks new to the "
-                f"model" + (f"; harder variants of {len(mastered)} mastered tasks" if mastered else "; new worlds"),
-            ))
+            mastered = sorted(
+                t.task_id
+                for t in train
+                if t.category == cat and t.task_id in comp and comp[t.task_id].success_rate >= cfg.mastered_at
+            )
+            out.append(
+                TaskGenerationRequested(
+                    producer=producer,
+                    **correlate(started),
+                    request_id=f"{plan_id}/{cat}",
+                    capability=cat,
+                    count=min(cfg.max_request, cfg.min_pool - pool),
+                    seed_task_ids=mastered[:5],
+                    rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks new to the "
+                    f"model" + (f"; harder variants of {len(mastered)} mastered tasks" if mastered else "; new worlds"),
+                )
+            )
     return out

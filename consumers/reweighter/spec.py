@@ -32,12 +32,17 @@ class Reweighter:
     @cached_property
     def indexes(self) -> dict[str, LogIndex]:
         assert self.ports is not None
-        return {t: LogIndex(self.ports.bus, t, _by_run) for t in (TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS)}
+        return {
+            t: LogIndex(self.ports.bus, t, _by_run)
+            for t in (TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS)
+        }
 
     def _before(self, topic: str, kind: type, started: RoundStarted) -> list:
         index = self.indexes[topic]
         index.catch_up()
-        return [e for e in index.get(started.run_id) if isinstance(e, kind) and (e.round is None or e.round < started.round)]
+        return [
+            e for e in index.get(started.run_id) if isinstance(e, kind) and (e.round is None or e.round < started.round)
+        ]
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, RoundStarted)
@@ -46,7 +51,9 @@ class Reweighter:
         devs = [d for d in self._before(TOPIC_MODELS, DevSetEvaluated, event) if d.split == "dev"]
         dev = max(devs, key=lambda d: (d.occurred_at, d.event_id)) if devs else None
         # Competence is the model's: rounds rolled out by a scripted policy (the cold start) do not count.
-        scripted = {r.round for r in self._before(TOPIC_ROUNDS, RoundStarted, event) if r.policy_version.startswith("scripted:")}
+        scripted = {
+            r.round for r in self._before(TOPIC_ROUNDS, RoundStarted, event) if r.policy_version.startswith("scripted:")
+        }
         all_verdicts = self._before(TOPIC_VERDICTS, EpisodeVerified, event)
         verdicts = [v for v in all_verdicts if v.round not in scripted]
         demonstrated = {v.task_id for v in all_verdicts if v.round in scripted and v.outcome == "success"}

@@ -55,18 +55,32 @@ class RoundConfig(BaseSettings):
     """Close a round only after the harness reviser has answered its dev evaluation (set when one runs)."""
 
 
-def start_round(run_id: str, round_: int, policy_version: str, harness_version: str, planned_rollouts: int, producer: Producer) -> RoundStarted:
+def start_round(
+    run_id: str, round_: int, policy_version: str, harness_version: str, planned_rollouts: int, producer: Producer
+) -> RoundStarted:
     """The first RoundStarted of a run (later ones follow RoundCompleted)."""
-    return RoundStarted(producer=producer, run_id=run_id, round=round_, policy_version=policy_version,
-                        harness_version=harness_version, planned_rollouts=planned_rollouts)
+    return RoundStarted(
+        producer=producer,
+        run_id=run_id,
+        round=round_,
+        policy_version=policy_version,
+        harness_version=harness_version,
+        planned_rollouts=planned_rollouts,
+    )
 
 
 def _weight(task: TaskSpecified, plan: SamplingPlanUpdated) -> float:
     tags = [plan.tag_weights.get(t, 1.0) for t in task.tags]
-    return plan.task_weights.get(task.task_id, 1.0) * plan.category_weights.get(task.category, 1.0) * (sum(tags) / len(tags) if tags else 1.0)
+    return (
+        plan.task_weights.get(task.task_id, 1.0)
+        * plan.category_weights.get(task.category, 1.0)
+        * (sum(tags) / len(tags) if tags else 1.0)
+    )
 
 
-def _weighted_draws(rng: random.Random, tasks: list[TaskSpecified], weights: list[float], k: int) -> list[TaskSpecified]:
+def _weighted_draws(
+    rng: random.Random, tasks: list[TaskSpecified], weights: list[float], k: int
+) -> list[TaskSpecified]:
     """``k`` draws by weight, without replacement until every task with weight > 0 was drawn, then again.
 
     Weighted sampling without replacement by exponential keys (Efraimidis-Spirakis): each pass orders the
@@ -80,7 +94,9 @@ def _weighted_draws(rng: random.Random, tasks: list[TaskSpecified], weights: lis
     return picks
 
 
-def schedule(plan: SamplingPlanUpdated, started: RoundStarted, train: list[TaskSpecified], producer: Producer) -> list[RolloutRequested]:
+def schedule(
+    plan: SamplingPlanUpdated, started: RoundStarted, train: list[TaskSpecified], producer: Producer
+) -> list[RolloutRequested]:
     """``planned_rollouts`` draws over train tasks by plan weight (each task once before any twice); seeded by the
     plan id, so replay draws alike."""
     tasks = sorted(train, key=lambda t: t.task_id)
@@ -91,10 +107,18 @@ def schedule(plan: SamplingPlanUpdated, started: RoundStarted, train: list[TaskS
     picks = _weighted_draws(rng, tasks, weights, started.planned_rollouts)
     return [
         RolloutRequested(
-            producer=producer, run_id=started.run_id, round=started.round, causation_id=plan.event_id, task_id=t.task_id,
-            episode_id=f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{plan.plan_id}/{i}')}", policy_version=started.policy_version,
-            harness_version=started.harness_version, backend=t.backend, seed=rng.randrange(2**31),
-            budgets=t.budgets or Budgets(), group_id=plan.plan_id,
+            producer=producer,
+            run_id=started.run_id,
+            round=started.round,
+            causation_id=plan.event_id,
+            task_id=t.task_id,
+            episode_id=f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{plan.plan_id}/{i}')}",
+            policy_version=started.policy_version,
+            harness_version=started.harness_version,
+            backend=t.backend,
+            seed=rng.randrange(2**31),
+            budgets=t.budgets or Budgets(),
+            group_id=plan.plan_id,
         )
         for i, t in enumerate(picks)
     ]
@@ -109,28 +133,54 @@ def dev_slice(dev: list[TaskSpecified], per_category: int | None) -> list[TaskSp
     return chosen
 
 
-def evaluate(cause: Event, started: RoundStarted, dev: list[TaskSpecified], policy_version: str, harness_version: str,
-             producer: Producer, kind: Kind = "model") -> list[RolloutRequested]:
+def evaluate(
+    cause: Event,
+    started: RoundStarted,
+    dev: list[TaskSpecified],
+    policy_version: str,
+    harness_version: str,
+    producer: Producer,
+    kind: Kind = "model",
+) -> list[RolloutRequested]:
     """One rollout per dev task for a new model or harness version; ids derive from the versions."""
     group = group_id(kind, policy_version, harness_version)
     return [
         RolloutRequested(
-            producer=producer, run_id=started.run_id, round=started.round, causation_id=cause.event_id, task_id=t.task_id,
-            episode_id=f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{group}/{t.task_id}')}", policy_version=policy_version,
-            harness_version=harness_version, backend=t.backend, seed=t.initial_conditions.seed,
-            budgets=t.budgets or Budgets(), group_id=group,
+            producer=producer,
+            run_id=started.run_id,
+            round=started.round,
+            causation_id=cause.event_id,
+            task_id=t.task_id,
+            episode_id=f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{group}/{t.task_id}')}",
+            policy_version=policy_version,
+            harness_version=harness_version,
+            backend=t.backend,
+            seed=t.initial_conditions.seed,
+            budgets=t.budgets or Budgets(),
+            group_id=group,
         )
         for t in sorted(dev, key=lambda t: t.task_id)
     ]
 
 
-def after_curation(cause: Event, started: RoundStarted, admitted: int, verdicts: list[EpisodeVerified], cfg: RoundConfig, producer: Producer) -> Event:
+def after_curation(
+    cause: Event,
+    started: RoundStarted,
+    admitted: int,
+    verdicts: list[EpisodeVerified],
+    cfg: RoundConfig,
+    producer: Producer,
+) -> Event:
     """The round's rollouts are all curated: train on enough admitted data, else close the round."""
     if admitted >= cfg.min_admitted_for_training:
-        return TrainingRequested(producer=producer, **correlate(cause) | {"task_id": None, "episode_id": None},
-                                 model_name=cfg.model_name, algorithm=cfg.algorithm,  # type: ignore[arg-type]
-                                 base_model_version=None if started.policy_version.startswith("scripted:") else started.policy_version,
-                                 admitted_trajectories=admitted)
+        return TrainingRequested(
+            producer=producer,
+            **correlate(cause) | {"task_id": None, "episode_id": None},
+            model_name=cfg.model_name,
+            algorithm=cfg.algorithm,  # type: ignore[arg-type]
+            base_model_version=None if started.policy_version.startswith("scripted:") else started.policy_version,
+            admitted_trajectories=admitted,
+        )
     return complete(cause, started, verdicts, producer)
 
 
@@ -142,7 +192,9 @@ def harness_settled(round_: int, harness: list[Event], evaluations: list[DevSetE
         return True
     proposed = {e.revision_id for e in mine if isinstance(e, HarnessRevisionProposed)}
     decided = {e.revision_id: e for e in mine if isinstance(e, HarnessRevisionDecided)}
-    published = {e.harness_version for e in mine if isinstance(e, HarnessVersionPublished) and e.revision_id in proposed}
+    published = {
+        e.harness_version for e in mine if isinstance(e, HarnessVersionPublished) and e.revision_id in proposed
+    }
     evaluated = {e.harness_version for e in evaluations if e.evaluates == "harness" and e.round == round_}
     if not proposed:
         return False
@@ -165,24 +217,49 @@ def best_versions(started: RoundStarted, evaluations: list[DevSetEvaluated]) -> 
     return policy, harness
 
 
-def complete(cause: Event, started: RoundStarted, verdicts: list[EpisodeVerified], producer: Producer,
-             model_version: str | None = None, dev_overall: float | None = None,
-             harness_version: str | None = None) -> RoundCompleted:
+def complete(
+    cause: Event,
+    started: RoundStarted,
+    verdicts: list[EpisodeVerified],
+    producer: Producer,
+    model_version: str | None = None,
+    dev_overall: float | None = None,
+    harness_version: str | None = None,
+) -> RoundCompleted:
     judged = [v for v in verdicts if v.outcome != "error"]
     return RoundCompleted(
-        producer=producer, run_id=started.run_id, round=started.round, causation_id=cause.event_id,
-        episodes=len(verdicts), success_rate=sum(v.outcome == "success" for v in judged) / len(judged) if judged else 0.0,
-        model_version_out=model_version, harness_version_out=harness_version, dev_overall=dev_overall,
+        producer=producer,
+        run_id=started.run_id,
+        round=started.round,
+        causation_id=cause.event_id,
+        episodes=len(verdicts),
+        success_rate=sum(v.outcome == "success" for v in judged) / len(judged) if judged else 0.0,
+        model_version_out=model_version,
+        harness_version_out=harness_version,
+        dev_overall=dev_overall,
         wall_time_s=max(0.0, (cause.occurred_at - started.occurred_at).total_seconds()),
     )
 
 
-def next_round(done: RoundCompleted, started: RoundStarted, cfg: RoundConfig, producer: Producer,
-               evaluations: list[DevSetEvaluated] = ()) -> list[RoundStarted]:  # type: ignore[assignment]
+def next_round(
+    done: RoundCompleted,
+    started: RoundStarted,
+    cfg: RoundConfig,
+    producer: Producer,
+    evaluations: list[DevSetEvaluated] = (),
+) -> list[RoundStarted]:  # type: ignore[assignment]
     """The next RoundStarted with the run's best model and harness so far; none after ``max_rounds``."""
     if done.round + 1 >= cfg.max_rounds:
         return []
     policy, harness = best_versions(started, [e for e in evaluations if e.round is not None and e.round <= done.round])
-    return [RoundStarted(producer=producer, run_id=done.run_id, round=done.round + 1, causation_id=done.event_id,
-                         policy_version=policy, harness_version=harness,
-                         planned_rollouts=cfg.planned_rollouts or started.planned_rollouts)]
+    return [
+        RoundStarted(
+            producer=producer,
+            run_id=done.run_id,
+            round=done.round + 1,
+            causation_id=done.event_id,
+            policy_version=policy,
+            harness_version=harness,
+            planned_rollouts=cfg.planned_rollouts or started.planned_rollouts,
+        )
+    ]

@@ -27,7 +27,15 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
 )
-from bus_schemas.topics import TOPIC_CURATION, TOPIC_HARNESS, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_SAMPLING, TOPIC_TASKS, TOPIC_VERDICTS
+from bus_schemas.topics import (
+    TOPIC_CURATION,
+    TOPIC_HARNESS,
+    TOPIC_MODELS,
+    TOPIC_ROUNDS,
+    TOPIC_SAMPLING,
+    TOPIC_TASKS,
+    TOPIC_VERDICTS,
+)
 from consumers.common.log_index import LogIndex
 from consumers.common.sources import MissingInput
 from consumers.round_controller.handler import (
@@ -78,7 +86,9 @@ class RoundController:
 
     def _done(self, run_id: str, round_: int) -> bool:
         """Was this round closed already (on the log or by this process)?"""
-        return ("complete", round_) in self._fired or any(e.round == round_ for e in self._read(TOPIC_ROUNDS, run_id, RoundCompleted))
+        return ("complete", round_) in self._fired or any(
+            e.round == round_ for e in self._read(TOPIC_ROUNDS, run_id, RoundCompleted)
+        )
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         self.ports = ports
@@ -119,17 +129,29 @@ class RoundController:
         model_eval = [e for e in evaluations if e.round == r and e.evaluates == "model"]
         if not model_eval:
             return []
-        if self.config.await_harness_revision and not harness_settled(r, self._read(TOPIC_HARNESS, run, HARNESS_ANSWERS), evaluations):
+        if self.config.await_harness_revision and not harness_settled(
+            r, self._read(TOPIC_HARNESS, run, HARNESS_ANSWERS), evaluations
+        ):
             return []
         _, harness = best_versions(started, [e for e in evaluations if e.round is not None and e.round <= r])
         trained = model_eval[0]
-        return self._close(complete(event, started, self._verdicts(run, r), PRODUCER,
-                                    f"{trained.model_name}/{trained.model_version}", trained.overall,
-                                    harness if harness != started.harness_version else None))
+        return self._close(
+            complete(
+                event,
+                started,
+                self._verdicts(run, r),
+                PRODUCER,
+                f"{trained.model_name}/{trained.model_version}",
+                trained.overall,
+                harness if harness != started.harness_version else None,
+            )
+        )
 
     def _verdicts(self, run_id: str, round_: int) -> list[EpisodeVerified]:
         train = {t.task_id for t in self._tasks(run_id, "train")}
-        return [v for v in self._read(TOPIC_VERDICTS, run_id, EpisodeVerified) if v.round == round_ and v.task_id in train]
+        return [
+            v for v in self._read(TOPIC_VERDICTS, run_id, EpisodeVerified) if v.round == round_ and v.task_id in train
+        ]
 
     def _after_decision(self, event: Event, started: RoundStarted) -> list[Event]:
         run, r = started.run_id, started.round
@@ -142,7 +164,13 @@ class RoundController:
         if len({e.episode_id for e in decisions if e.round == r}) < started.planned_rollouts:
             return []
         # Every training run learns from all admitted trajectories so far (the dataset is the whole curated log).
-        admitted = len({e.episode_id for e in decisions if isinstance(e, TrajectoryAdmitted) and e.round is not None and e.round <= r})
+        admitted = len(
+            {
+                e.episode_id
+                for e in decisions
+                if isinstance(e, TrajectoryAdmitted) and e.round is not None and e.round <= r
+            }
+        )
         self._fired.add(("curated", r))
         out = after_curation(event, started, admitted, self._verdicts(run, r), self.config, PRODUCER)
         return self._close(out) if isinstance(out, RoundCompleted) else [out]

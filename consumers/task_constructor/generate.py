@@ -49,15 +49,24 @@ def candidates(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> 
     for k in range(10**6):
         template = templates[k % len(templates)]
         task = make_task(template, request.run_id, seed, request.split, k)
-        source = TaskSource(kind="generated", template_id=template.id, instance_key=task.source.instance_key,
-                            generator=GENERATOR, parent_task_id=parent)
+        source = TaskSource(
+            kind="generated",
+            template_id=template.id,
+            instance_key=task.source.instance_key,
+            generator=GENERATOR,
+            parent_task_id=parent,
+        )
         yield task.model_copy(update={"source": source, "task_id": f"gen/{task.task_id}"})
         others = partners(template)
         if k % 2 and others:
             other = make_task(others[(k // 2) % len(others)], request.run_id, seed, request.split, k)
             mixed = combine(task, other)
             if mixed is not None:
-                yield mixed.model_copy(update={
-                    "source": mixed.source.model_copy(update={"kind": "generated", "generator": GENERATOR, "parent_task_id": parent}),
-                    "task_id": f"gen/{mixed.task_id}",
-                })
+                yield mixed.model_copy(
+                    update={
+                        "source": mixed.source.model_copy(
+                            update={"kind": "generated", "generator": GENERATOR, "parent_task_id": parent}
+                        ),
+                        "task_id": f"gen/{mixed.task_id}",
+                    }
+                )

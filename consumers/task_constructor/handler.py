@@ -34,7 +34,10 @@ def valid(task: TaskSpecified, backend: SandboxBackend) -> bool:
 
 
 def construct(
-    request: TaskGenerationRequested, seeds: list[TaskSpecified], held_out: set[str], producer: Producer,
+    request: TaskGenerationRequested,
+    seeds: list[TaskSpecified],
+    held_out: set[str],
+    producer: Producer,
     backend: SandboxBackend | None = None,
 ) -> list[TaskSpecified]:
     """Up to ``count`` validated tasks; ``held_out``: fingerprints of tasks in the other splits (never leaked)."""
@@ -51,7 +54,15 @@ def construct(
             continue
         seen.add(fp)
         envelope = {k: v for k, v in correlate(request).items() if k != "task_id"}
-        made.append(TaskSpecified.model_validate(
-            {**task.model_dump(), **envelope, "producer": producer.model_dump(), "event_id": new_event_id(), "occurred_at": utc_now()}
-        ))
+        made.append(
+            TaskSpecified.model_validate(
+                {
+                    **task.model_dump(),
+                    **envelope,
+                    "producer": producer.model_dump(),
+                    "event_id": new_event_id(),
+                    "occurred_at": utc_now(),
+                }
+            )
+        )
     return made

@@ -24,7 +24,10 @@ def combine(a: TaskSpecified, b: TaskSpecified) -> TaskSpecified | None:
     """One task doing ``a`` then ``b`` in ``a``'s world; None when they cannot share one episode."""
     if a.initial_conditions.seed != b.initial_conditions.seed or set(a.apps) & set(b.apps):
         return None
-    if any(isinstance(c, AnswerCriterion) for c in a.criteria) or a.initial_conditions.fixtures.keys() & b.initial_conditions.fixtures.keys():
+    if (
+        any(isinstance(c, AnswerCriterion) for c in a.criteria)
+        or a.initial_conditions.fixtures.keys() & b.initial_conditions.fixtures.keys()
+    ):
         return None
     guarded = [any(isinstance(c, NoCollateralCriterion) for c in t.criteria) for t in (a, b)]
     if guarded[0] != guarded[1]:
@@ -38,26 +41,36 @@ def combine(a: TaskSpecified, b: TaskSpecified) -> TaskSpecified | None:
             else:
                 criteria.append(c.model_copy(update={"id": f"{prefix}.{c.id}"}))
     if all(guarded):
-        criteria.append(NoCollateralCriterion(id="no_collateral", description="nothing outside either goal's scope changed",
-                                              allowed_paths=allowed))
-    conditions = a.initial_conditions.model_copy(update={
-        "fixtures": {**a.initial_conditions.fixtures, **b.initial_conditions.fixtures},
-        "memories": [*a.initial_conditions.memories, *b.initial_conditions.memories],
-    })
-    source = a.source.model_copy(update={
-        "template_id": f"{a.source.template_id}{SEPARATOR}{b.source.template_id}",
-    })
-    return a.model_copy(update={
-        "task_id": f"{a.task_id}{SEPARATOR}{b.source.template_id}",
-        "goal": f"{a.goal} After that: {b.goal}",
-        "apps": [*a.apps, *(x for x in b.apps if x not in a.apps)],
-        "tools": [*a.tools, *(x for x in b.tools if x not in a.tools)],
-        "initial_conditions": conditions,
-        "tags": [*a.tags, *(x for x in b.tags if x not in a.tags)],
-        "skills": [*a.skills, *(x for x in b.skills if x not in a.skills)],
-        "difficulty": min(3, max(a.difficulty, b.difficulty) + 1),
-        "criteria": criteria,
-        "source": source,
-        "budgets": a.budgets.model_copy(update={"max_steps": min(10_000, a.budgets.max_steps + b.budgets.max_steps)}),
-    })
-
+        criteria.append(
+            NoCollateralCriterion(
+                id="no_collateral", description="nothing outside either goal's scope changed", allowed_paths=allowed
+            )
+        )
+    conditions = a.initial_conditions.model_copy(
+        update={
+            "fixtures": {**a.initial_conditions.fixtures, **b.initial_conditions.fixtures},
+            "memories": [*a.initial_conditions.memories, *b.initial_conditions.memories],
+        }
+    )
+    source = a.source.model_copy(
+        update={
+            "template_id": f"{a.source.template_id}{SEPARATOR}{b.source.template_id}",
+        }
+    )
+    return a.model_copy(
+        update={
+            "task_id": f"{a.task_id}{SEPARATOR}{b.source.template_id}",
+            "goal": f"{a.goal} After that: {b.goal}",
+            "apps": [*a.apps, *(x for x in b.apps if x not in a.apps)],
+            "tools": [*a.tools, *(x for x in b.tools if x not in a.tools)],
+            "initial_conditions": conditions,
+            "tags": [*a.tags, *(x for x in b.tags if x not in a.tags)],
+            "skills": [*a.skills, *(x for x in b.skills if x not in a.skills)],
+            "difficulty": min(3, max(a.difficulty, b.difficulty) + 1),
+            "criteria": criteria,
+            "source": source,
+            "budgets": a.budgets.model_copy(
+                update={"max_steps": min(10_000, a.budgets.max_steps + b.budgets.max_steps)}
+            ),
+        }
+    )

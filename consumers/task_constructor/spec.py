@@ -31,4 +31,6 @@ class TaskConstructor:
 
 
 def build() -> ConsumerSpec:
-    return ConsumerSpec(NAME, (TOPIC_SAMPLING,), TaskConstructor().handle, frozenset({"TaskGenerationRequested"}), VERSION)
+    return ConsumerSpec(
+        NAME, (TOPIC_SAMPLING,), TaskConstructor().handle, frozenset({"TaskGenerationRequested"}), VERSION
+    )

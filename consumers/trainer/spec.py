@@ -70,37 +70,88 @@ class Trainer:
 
         replayed = registered_for_request(ports.registry, event.model_name, event.event_id)
         if replayed is not None:  # trained and registered before a crash that came ahead of the commit
-            log.info("round %s: request %s already registered %s; publishing its events again, not training twice",
-                     event.round, event.event_id, next((getattr(e, "model_version", "") for e in replayed
-                                                        if e.event_type == "ModelVersionRegistered"), "?"))
+            log.info(
+                "round %s: request %s already registered %s; publishing its events again, not training twice",
+                event.round,
+                event.event_id,
+                next(
+                    (getattr(e, "model_version", "") for e in replayed if e.event_type == "ModelVersionRegistered"), "?"
+                ),
+            )
             return self._caused_by(event, replayed)
         config = self.config.model_copy(update={"model_name": event.model_name})
         parent = base_version(event)
         started = time.perf_counter()
-        log.info("round %s: %s training of %s from %s on %d admitted trajectories", event.round, event.algorithm,
-                 event.model_name, parent or "scratch", event.admitted_trajectories)
+        log.info(
+            "round %s: %s training of %s from %s on %d admitted trajectories",
+            event.round,
+            event.algorithm,
+            event.model_name,
+            parent or "scratch",
+            event.admitted_trajectories,
+        )
         try:
             if event.algorithm == "rl" and parent is not None:  # GRPO (after continued SFT with rl.sft_steps > 0)
-                outcome, _ = run_rl(ports, config, parent, steps=config.rl.steps_per_round, run_id=event.run_id,
-                                    round=event.round or 0, progress=self.progress, publish=False, pump=self.pump,
-                                    sft_steps=config.rl.sft_steps, request_id=event.event_id)
+                outcome, _ = run_rl(
+                    ports,
+                    config,
+                    parent,
+                    steps=config.rl.steps_per_round,
+                    run_id=event.run_id,
+                    round=event.round or 0,
+                    progress=self.progress,
+                    publish=False,
+                    pump=self.pump,
+                    sft_steps=config.rl.sft_steps,
+                    request_id=event.event_id,
+                )
             else:
-                outcome = run_sft(ports, config, run_id=event.run_id, round=event.round or 0, base_version=parent,
-                                  progress=self.progress, publish=False, request_id=event.event_id)
+                outcome = run_sft(
+                    ports,
+                    config,
+                    run_id=event.run_id,
+                    round=event.round or 0,
+                    base_version=parent,
+                    progress=self.progress,
+                    publish=False,
+                    request_id=event.event_id,
+                )
         except ValueError as exc:  # no trainable data, an unknown base version: a failed run, not a poison event
             log.error("round %s: training failed: %s", event.round, exc)
-            return [TrainingRunCompleted(producer=PRODUCER, **correlate(event), model_name=event.model_name,
-                                         training_run_id=f"failed-{event.event_id}", status="failed", steps=0,
-                                         wall_time_s=time.perf_counter() - started, error=str(exc)[:2000])]
-        log.info("round %s: registered %s/%s (%s)", event.round, event.model_name, outcome.model_version,
-                 ", ".join(f"{k}={v:.3g}" for k, v in outcome.metrics.items()))
+            return [
+                TrainingRunCompleted(
+                    producer=PRODUCER,
+                    **correlate(event),
+                    model_name=event.model_name,
+                    training_run_id=f"failed-{event.event_id}",
+                    status="failed",
+                    steps=0,
+                    wall_time_s=time.perf_counter() - started,
+                    error=str(exc)[:2000],
+                )
+            ]
+        log.info(
+            "round %s: registered %s/%s (%s)",
+            event.round,
+            event.model_name,
+            outcome.model_version,
+            ", ".join(f"{k}={v:.3g}" for k, v in outcome.metrics.items()),
+        )
         return self._caused_by(event, outcome.events)
 
     @staticmethod
     def _caused_by(request: Event, events: list[Event]) -> list[Event]:
-        return [e.model_copy(update={"causation_id": request.event_id}) if e.causation_id is None else e for e in events]
+        return [
+            e.model_copy(update={"causation_id": request.event_id}) if e.causation_id is None else e for e in events
+        ]
 
 
 def build(config=None, progress: Progress | None = None, pump: Callable[[], int] | None = None) -> ConsumerSpec:  # noqa: ANN001
-    return ConsumerSpec(NAME, (TOPIC_MODELS,), Trainer(config, progress, pump).handle, frozenset({"TrainingRequested"}), VERSION,
-                        max_handle_s=MAX_TRAINING_S)
+    return ConsumerSpec(
+        NAME,
+        (TOPIC_MODELS,),
+        Trainer(config, progress, pump).handle,
+        frozenset({"TrainingRequested"}),
+        VERSION,
+        max_handle_s=MAX_TRAINING_S,
+    )

@@ -19,15 +19,24 @@ CHECKS: dict[str, Check] = {"sandbox": verify_sandbox, "llm_sim": verify_sandbox
 """Backends whose evidence is (initial state, final state, calls) JSON judge with the state-based checks."""
 
 
-def _unjudged(ended: EpisodeEnded, task: TaskSpecified, producer: Producer, why: str, evidence: list[BlobRef]) -> EpisodeVerified:
+def _unjudged(
+    ended: EpisodeEnded, task: TaskSpecified, producer: Producer, why: str, evidence: list[BlobRef]
+) -> EpisodeVerified:
     results = [CriterionResult(criterion_id=c.id, passed=False, detail=why) for c in task.criteria]
     return EpisodeVerified(
-        producer=producer, **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id}, outcome="error",
-        score=0.0, criteria=results, evidence=evidence, verifier_version=VERSION,
+        producer=producer,
+        **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id},
+        outcome="error",
+        score=0.0,
+        criteria=results,
+        evidence=evidence,
+        verifier_version=VERSION,
     )
 
 
-def judge(ended: EpisodeEnded, task: TaskSpecified, backend: str, evidence: Evidence | LeanEvidence | None, producer: Producer) -> EpisodeVerified:
+def judge(
+    ended: EpisodeEnded, task: TaskSpecified, backend: str, evidence: Evidence | LeanEvidence | None, producer: Producer
+) -> EpisodeVerified:
     """Success only when every criterion passes; ``error`` when the episode cannot be judged at all."""
     refs = [ended.final_state] if ended.final_state is not None else []
     check = CHECKS.get(backend)
@@ -39,10 +48,17 @@ def judge(ended: EpisodeEnded, task: TaskSpecified, backend: str, evidence: Evid
         result = check(task, evidence, ended.answer or "")
     except TypeError as exc:  # evidence of the wrong shape: the episode is unjudgeable, not failed
         return _unjudged(ended, task, producer, str(exc), refs)
-    criteria = [CriterionResult(criterion_id=r.id, passed=r.passed, detail=r.detail[:16384], evidence=refs) for r in result.criteria]
+    criteria = [
+        CriterionResult(criterion_id=r.id, passed=r.passed, detail=r.detail[:16384], evidence=refs)
+        for r in result.criteria
+    ]
     passed = sum(r.passed for r in criteria)
     return EpisodeVerified(
-        producer=producer, **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id},
-        outcome="success" if result.outcome else "failure", score=passed / len(criteria) if criteria else 0.0,
-        criteria=criteria, evidence=refs, verifier_version=VERSION,
+        producer=producer,
+        **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id},
+        outcome="success" if result.outcome else "failure",
+        score=passed / len(criteria) if criteria else 0.0,
+        criteria=criteria,
+        evidence=refs,
+        verifier_version=VERSION,
     )

@@ -51,4 +51,6 @@ class Verifier:
 
 
 def build() -> ConsumerSpec:
-    return ConsumerSpec(NAME, (TOPIC_EPISODES,), Verifier().handle, frozenset({"EpisodeEnded", "EpisodeStarted"}), VERSION)
+    return ConsumerSpec(
+        NAME, (TOPIC_EPISODES,), Verifier().handle, frozenset({"EpisodeEnded", "EpisodeStarted"}), VERSION
+    )

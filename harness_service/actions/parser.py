@@ -115,7 +115,9 @@ class ActionParser:
                 f"The action is {size} bytes; the limit is {self.max_action_bytes}. Use shorter arguments.",
             )
         if nesting_depth(payload.encode("utf-8", "replace")) >= MAX_NESTING_DEPTH:  # ActionTaken could not carry it
-            return _error("parse_error", f"The action nests deeper than {MAX_NESTING_DEPTH - 1} levels. Use flat arguments.")
+            return _error(
+                "parse_error", f"The action nests deeper than {MAX_NESTING_DEPTH - 1} levels. Use flat arguments."
+            )
         try:
             data = orjson.loads(payload)
         except (orjson.JSONDecodeError, RecursionError, ValueError) as exc:

@@ -68,7 +68,9 @@ def task_text(goal: str, memories: Sequence[MemoryRecord], first: Observation | 
     return "\n\n".join(parts)
 
 
-SHORT_ACTION_FORMAT = "Actions: tool_call, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
+SHORT_ACTION_FORMAT = (
+    "Actions: tool_call, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
+)
 
 
 def tool_line(tool: ToolSpec, description_chars: int, note: str | None = None) -> str:
@@ -82,7 +84,10 @@ def tool_line(tool: ToolSpec, description_chars: int, note: str | None = None) -
 
 
 def compact_system_text(
-    instructions: str, tools: Sequence[ToolSpec], offered: Sequence[Skill], loaded: Sequence[Skill],
+    instructions: str,
+    tools: Sequence[ToolSpec],
+    offered: Sequence[Skill],
+    loaded: Sequence[Skill],
     profile: CompactContext,
 ) -> str:
     """The system turn of a compact harness profile, most important first (a window may keep only its head):
@@ -93,7 +98,9 @@ def compact_system_text(
         parts.append(f"# Skill {skill.name}\n{skill.body.strip()[: profile.skill_chars]}")
     if tools:
         notes = profile.tool_notes
-        parts.append("# Tools\n" + "\n".join(tool_line(t, profile.tool_description_chars, notes.get(t.name)) for t in tools))
+        parts.append(
+            "# Tools\n" + "\n".join(tool_line(t, profile.tool_description_chars, notes.get(t.name)) for t in tools)
+        )
     if offered and profile.offer_skills:
         parts.append("# Skills: " + ", ".join(s.name for s in sorted(offered, key=lambda s: s.name)))
     parts.append(SHORT_ACTION_FORMAT if profile.action_format == "short" else "# Action format\n" + ACTION_FORMAT_DOC)

@@ -108,8 +108,9 @@ def create_app(deps: ServiceDeps) -> FastAPI:
         config, version = deps.config.current()
         cancelled = threading.Event()
         try:
-            harness = Harness(config, CancellablePolicy(policy, cancelled), deps.blobs, _no_events, deps.skills,
-                              version_label=version)
+            harness = Harness(
+                config, CancellablePolicy(policy, cancelled), deps.blobs, _no_events, deps.skills, version_label=version
+            )
         except ValueError as exc:  # e.g. a config pinned to another skill library
             raise HTTPException(status_code=409, detail=str(exc)) from exc
         slots.take()  # 503 when the pool is full; given back when the episode thread ends

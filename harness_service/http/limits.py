@@ -66,7 +66,9 @@ class GuardMiddleware:
     """Before the app reads the body: a bearer token for ``protected`` paths (401), then the size (413) from
     ``Content-Length``; a body sent without one is counted as it arrives and cut off at the limit."""
 
-    def __init__(self, app: ASGIApp, *, token: str, max_body_bytes: int, protected: tuple[str, ...] = ("/v1/",)) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str, max_body_bytes: int, protected: tuple[str, ...] = ("/v1/",)
+    ) -> None:
         self.app = app
         self.expected = token.encode()
         self.max_body_bytes = max_body_bytes

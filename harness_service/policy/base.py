@@ -24,13 +24,21 @@ class SampledTokens:
     temperature: float
 
     def to_json(self) -> dict[str, object]:
-        return {"prompt_ids": list(self.prompt_ids), "completion_ids": list(self.completion_ids),
-                "logprobs": list(self.logprobs), "temperature": self.temperature}
+        return {
+            "prompt_ids": list(self.prompt_ids),
+            "completion_ids": list(self.completion_ids),
+            "logprobs": list(self.logprobs),
+            "temperature": self.temperature,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> SampledTokens:
-        return cls(tuple(data["prompt_ids"]), tuple(data["completion_ids"]), tuple(data["logprobs"]),  # type: ignore[arg-type]
-                   float(data["temperature"]))  # type: ignore[arg-type]
+        return cls(
+            tuple(data["prompt_ids"]),
+            tuple(data["completion_ids"]),
+            tuple(data["logprobs"]),  # type: ignore[arg-type]
+            float(data["temperature"]),
+        )  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -394,7 +394,9 @@ class _Episode:
         final_state = None
         if self.parent is None:
             try:
-                final_state = store_evidence(self.h.blobs, self.backend.evidence())  # lean: initial state by address + delta
+                final_state = store_evidence(
+                    self.h.blobs, self.backend.evidence()
+                )  # lean: initial state by address + delta
             except Exception:  # no evidence (e.g. reset failed): the verifier sees final_state=None
                 final_state = None
         # Totals include every sub-agent (and theirs, already rolled up): what the episode cost, for CARE.

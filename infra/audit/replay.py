@@ -142,8 +142,14 @@ def verify_consumers(
         report.rejected[name] = rejected
         report.dead_lettered[name] = lettered
         report.outputs_compared[name] = compared
-        log.info("replayed %s: %d inputs, %d recorded outputs compared, %d rejected, %d dead-lettered",
-                 name, inputs, compared, rejected, lettered)
+        log.info(
+            "replayed %s: %d inputs, %d recorded outputs compared, %d rejected, %d dead-lettered",
+            name,
+            inputs,
+            compared,
+            rejected,
+            lettered,
+        )
 
 
 def _compare(name: str, input_id: str, expected: list[Event], produced: list[Event], report: ReplayReport) -> None:

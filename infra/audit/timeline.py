@@ -26,7 +26,11 @@ def episode_events(bus: Bus, episode_id: str) -> list[Event]:
     for topic in (TOPIC_EPISODES, TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_DIAGNOSES):
         if topic not in bus.topics():
             continue
-        partition = partition_for_key(episode_id.encode(), bus.partitions(topic)) if TOPICS[topic].key_field == "episode_id" else None
+        partition = (
+            partition_for_key(episode_id.encode(), bus.partitions(topic))
+            if TOPICS[topic].key_field == "episode_id"
+            else None
+        )
         out.extend(e for e in decodable(bus.replay(topic, partition=partition)) if e.episode_id == episode_id)
     return out
 
@@ -39,8 +43,10 @@ def _brief(value: object, limit: int = 100) -> str:
 def describe(event: Event) -> Iterator[str]:
     """One or more lines for the timeline."""
     if isinstance(event, EpisodeStarted):
-        yield (f"started  task={event.task_id} backend={event.backend} ({event.trust_level}) "
-               f"policy={event.policy_version} harness={event.harness_version}")
+        yield (
+            f"started  task={event.task_id} backend={event.backend} ({event.trust_level}) "
+            f"policy={event.policy_version} harness={event.harness_version}"
+        )
     elif isinstance(event, ContextBuilt):
         yield f"context  step {event.step}: {event.token_count} tokens (blob {event.context.sha256[:12]})"
     elif isinstance(event, ActionTaken):
@@ -52,15 +58,19 @@ def describe(event: Event) -> Iterator[str]:
             changes = f" [{len(event.changes)} state changes]" if event.changes else ""
             yield f"feedback step {event.step}: {_brief(event.result)}{changes}"
     elif isinstance(event, EpisodeEnded):
-        yield (f"ended    {event.reason} after {event.steps} steps, {event.tool_calls} tool calls, "
-               f"{event.input_tokens}+{event.output_tokens} tokens, {event.wall_time_s:.2f}s; answer={_brief(event.answer)}")
+        yield (
+            f"ended    {event.reason} after {event.steps} steps, {event.tool_calls} tool calls, "
+            f"{event.input_tokens}+{event.output_tokens} tokens, {event.wall_time_s:.2f}s; answer={_brief(event.answer)}"
+        )
     elif isinstance(event, EpisodeVerified):
         yield f"verdict  {event.outcome} (score {event.score:.2f}) by verifier {event.verifier_version}"
         for c in event.criteria:
             yield f"           {'PASS' if c.passed else 'FAIL'} {c.criterion_id}: {_brief(c.detail, 80)}"
     elif isinstance(event, FailureDiagnosed):
-        yield (f"diagnosis {event.attribution} at step {event.step} (confidence {event.confidence:.2f}): "
-               f"{_brief(event.explanation)}")
+        yield (
+            f"diagnosis {event.attribution} at step {event.step} (confidence {event.confidence:.2f}): "
+            f"{_brief(event.explanation)}"
+        )
     else:
         reasons = getattr(event, "reasons", None)
         yield f"{event.event_type}" + (f": {', '.join(reasons)}" if reasons else "")

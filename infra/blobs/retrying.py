@@ -31,8 +31,11 @@ class RetryingBlobStore:
     def _log_retry(self, state: RetryCallState) -> None:
         log.warning(
             "blob store %s unavailable (%s); retrying, attempt %d, %.1fs so far of %.0fs",
-            self.url, state.outcome.exception() if state.outcome else "?", state.attempt_number,
-            state.seconds_since_start or 0.0, self.retry_for_s,
+            self.url,
+            state.outcome.exception() if state.outcome else "?",
+            state.attempt_number,
+            state.seconds_since_start or 0.0,
+            self.retry_for_s,
         )
 
     def _retry(self, fn: Callable[[], T]) -> T:

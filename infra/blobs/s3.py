@@ -68,8 +68,13 @@ class S3BlobStore(ContentAddressedStore):
             return stored  # already there with the right bytes; anything else is overwritten
         try:
             self._client.put_object(
-                self.bucket, self._key(sha), body, size, content_type=media_type,
-                metadata={"sha256": sha}, part_size=16 * CHUNK,
+                self.bucket,
+                self._key(sha),
+                body,
+                size,
+                content_type=media_type,
+                metadata={"sha256": sha},
+                part_size=16 * CHUNK,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise BlobStoreUnavailable(f"S3 store at {self.url} is unreachable: {exc}") from exc

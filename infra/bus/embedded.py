@@ -230,7 +230,9 @@ class EmbeddedBus:
         lo, hi = 0, self.end_offsets(topic)[partition]
         while lo < hi:
             mid = (lo + hi) // 2
-            ts = self._read('SELECT ts FROM records WHERE topic=? AND partition=? AND "offset"=?', (topic, partition, mid))
+            ts = self._read(
+                'SELECT ts FROM records WHERE topic=? AND partition=? AND "offset"=?', (topic, partition, mid)
+            )
             if ts[0][0] < target:
                 lo = mid + 1
             else:
@@ -325,11 +327,7 @@ class EmbeddedConsumer:
     def _rebalance(self) -> None:
         members = self.bus.heartbeat(self.group, self.member)
         self._next_heartbeat = time.monotonic() + self.bus.session_timeout_s / 4
-        every = sorted(
-            TopicPartition(t, p)
-            for t in self.topics
-            for p in range(self._partitions_or_zero(t))
-        )
+        every = sorted(TopicPartition(t, p) for t in self.topics for p in range(self._partitions_or_zero(t)))
         index = members.index(self.member)
         mine = {tp for i, tp in enumerate(every) if i % len(members) == index}
         for tp in set(self._positions) - mine:

@@ -233,10 +233,17 @@ class KafkaBus:
                 if time.monotonic() - last_progress < self.timeout_s:
                     continue
                 if renewals == _READER_RENEWALS:
-                    raise BusUnavailable(f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}")
+                    raise BusUnavailable(
+                        f"replay of {tp.topic}[{tp.partition}] stalled at offset {position} on {self.url}"
+                    )
                 renewals, last_progress = renewals + 1, time.monotonic()
-                log.warning("replay of %s[%d] made no progress at offset %d (end %d): reading on with a fresh reader",
-                            tp.topic, tp.partition, position, end)
+                log.warning(
+                    "replay of %s[%d] made no progress at offset %d (end %d): reading on with a fresh reader",
+                    tp.topic,
+                    tp.partition,
+                    position,
+                    end,
+                )
                 self._loop.run(self._stop_reader(reader))
                 reader = self._loop.run(self._positioned_reader(tp, position))
         finally:

@@ -136,8 +136,12 @@ class PartitionProducers:
                 await producer.send_offsets_to_transaction({tp: offset}, self.group)
         except ProducerFenced as exc:
             await self._drop(tp)
-            log.warning("fenced: group %s lost %s[%d] to another member; this member's outputs were discarded",
-                        self.group, tp.topic, tp.partition)
+            log.warning(
+                "fenced: group %s lost %s[%d] to another member; this member's outputs were discarded",
+                self.group,
+                tp.topic,
+                tp.partition,
+            )
             raise Fenced(f"{transactional_id(self.group, tp)} was fenced by a newer owner: {exc!r}") from exc
         except BaseException:
             await self._drop(tp)  # an unknown transaction state: a fresh producer (same id) via recover()

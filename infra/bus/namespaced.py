@@ -88,7 +88,9 @@ class NamespacedConsumer:
         self.inner.commit([self._wire(r) for r in records])
 
     def publish_and_commit(self, outputs: Sequence[OutgoingRecord], consumed: Iterable[Record]) -> list[Published]:
-        published = self.inner.publish_and_commit([self.bus._out(o) for o in outputs], [self._wire(r) for r in consumed])
+        published = self.inner.publish_and_commit(
+            [self.bus._out(o) for o in outputs], [self._wire(r) for r in consumed]
+        )
         return [self.bus._pub(p) for p in published]
 
     def assignment(self) -> set[TopicPartition]:

@@ -28,13 +28,19 @@ export_app = typer.Typer(help="Export data for use outside the platform.", no_ar
 
 def replay(
     verify: Annotated[bool, typer.Option("--verify", help="Re-run the deterministic consumers and compare")] = False,
-    from_start: Annotated[bool, typer.Option("--from-start", help="Replay every partition from offset 0 (default)")] = False,
+    from_start: Annotated[
+        bool, typer.Option("--from-start", help="Replay every partition from offset 0 (default)")
+    ] = False,
     offset: Annotated[int | None, typer.Option("--offset", help="Start every partition at this offset")] = None,
-    since: Annotated[datetime | None, typer.Option("--since", help="Start at this time (ISO 8601, UTC if no zone)")] = None,
+    since: Annotated[
+        datetime | None, typer.Option("--since", help="Start at this time (ISO 8601, UTC if no zone)")
+    ] = None,
     task: Annotated[str | None, typer.Option("--task", help="Only this task's events")] = None,
     episode: Annotated[str | None, typer.Option("--episode", help="Only this episode's events")] = None,
     consumers: Annotated[str, typer.Option(help="Comma-separated consumers to re-run")] = ",".join(DETERMINISTIC),
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None,
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
 ) -> None:
     """Replay the event log: re-run the deterministic consumers (verifier, curator, diagnoser) into fresh
     state, report every difference from their recorded outputs, and check every BlobRef's hash.
@@ -45,13 +51,17 @@ def replay(
         from datetime import UTC
 
         since = since.replace(tzinfo=UTC)
-    scope = Scope(from_offset=0 if from_start or offset is None else offset, since=since, task_id=task, episode_id=episode)
+    scope = Scope(
+        from_offset=0 if from_start or offset is None else offset, since=since, task_id=task, episode_id=episode
+    )
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     log_bus = open_bus(settings.bus, settings)
     if not log_bus.topics():
         log_bus.close()
-        raise CliError(f"the log at {mask_credentials(settings.bus)} is empty: there is nothing to replay",
-                       "point --bus (or FLYWHEEL_BUS) at the log to audit")
+        raise CliError(
+            f"the log at {mask_credentials(settings.bus)} is empty: there is nothing to replay",
+            "point --bus (or FLYWHEEL_BUS) at the log to audit",
+        )
     # the registry only when a replayed consumer asks for it: opening MLflow costs seconds
     ports = Ports(log_bus, open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
     try:
@@ -64,16 +74,30 @@ def replay(
     finally:
         ports.close()
     table = Table(title="replay")
-    for col in ("consumer", "inputs replayed", "recorded outputs compared", "rejected records", "dead-lettered",
-                "differences"):
+    for col in (
+        "consumer",
+        "inputs replayed",
+        "recorded outputs compared",
+        "rejected records",
+        "dead-lettered",
+        "differences",
+    ):
         table.add_column(col)
     for name in names:
         diffs = sum(1 for d in report.differences if d.consumer == name)
-        table.add_row(name, str(report.inputs.get(name, 0)), str(report.outputs_compared.get(name, 0)),
-                      str(report.rejected.get(name, 0)), str(report.dead_lettered.get(name, 0)), str(diffs))
+        table.add_row(
+            name,
+            str(report.inputs.get(name, 0)),
+            str(report.outputs_compared.get(name, 0)),
+            str(report.rejected.get(name, 0)),
+            str(report.dead_lettered.get(name, 0)),
+            str(diffs),
+        )
     console.print(table)
-    console.print(f"events scanned: {report.events_scanned}; blobs checked: {report.blobs_checked}; "
-                  f"bad blobs: {len(report.bad_blobs)}")
+    console.print(
+        f"events scanned: {report.events_scanned}; blobs checked: {report.blobs_checked}; "
+        f"bad blobs: {len(report.bad_blobs)}"
+    )
     for diff in report.differences[:20]:
         console.print(f"[red]{diff.consumer} {diff.kind}[/] for input {diff.input_event_id}: {diff.detail[:300]}")
     for bad in report.bad_blobs[:20]:
@@ -86,7 +110,9 @@ def replay(
 @episode_app.command("show")
 def show(
     episode_id: Annotated[str, typer.Argument(help="The episode id")],
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None,
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
 ) -> None:
     """Print an episode's timeline: context sizes, actions, feedback, verdict, curation, diagnosis."""
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
@@ -108,7 +134,9 @@ def trajectories(
     out_dir: Annotated[Path, typer.Argument(help="Directory to write into")],
     admitted: Annotated[bool, typer.Option("--admitted", help="Admitted trajectories (the only kind exported)")] = True,
     fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet")] = "jsonl",
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None,
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
 ) -> None:
     """Export admitted trajectories with their provenance, one row each."""
     if fmt not in ("jsonl", "parquet"):

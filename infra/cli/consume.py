@@ -60,7 +60,9 @@ def build_worker(name: str, settings: Settings, ports: Ports, state_dir: Path, i
 
     spec = build(name)
     if settings.bus.startswith("kafka://"):
-        return FastStreamConsumer(spec, ports, KafkaTarget.from_url(settings.bus), state_dir=state_dir, idle_exit_s=idle_exit_s)
+        return FastStreamConsumer(
+            spec, ports, KafkaTarget.from_url(settings.bus), state_dir=state_dir, idle_exit_s=idle_exit_s
+        )
     return _RunnerWorker(ConsumerRunner(spec, ports, state_dir=state_dir), idle_exit_s)
 
 
@@ -104,15 +106,32 @@ def run_worker(name: str, overrides: dict[str, str | None], state_dir: Path, idl
 
 def consume(
     name: Annotated[str | None, typer.Argument(help="The consumer to run (see --list).")] = None,
-    workers: Annotated[int, typer.Option(min=1, max=64, help="OS processes in the consumer group; partitions are shared.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="OS processes in the consumer group; partitions are shared.")
+    ] = 1,
     list_: Annotated[bool, typer.Option("--list", help="List the consumers and exit.")] = False,
-    state_dir: Annotated[Path, typer.Option(help="Durable dedupe state of the consumer group.")] = Path(".flywheel/state"),
-    idle_exit: Annotated[float | None, typer.Option(help="Exit after this many seconds without records (default: run until stopped).")] = None,
+    state_dir: Annotated[Path, typer.Option(help="Durable dedupe state of the consumer group.")] = Path(
+        ".flywheel/state"
+    ),
+    idle_exit: Annotated[
+        float | None, typer.Option(help="Exit after this many seconds without records (default: run until stopped).")
+    ] = None,
     bus: BusOpt = None,
     blobs: BlobsOpt = None,
     registry: RegistryOpt = None,
-    auto_approve: Annotated[str | None, typer.Option(help="harness_reviser: change kinds published without review (comma-separated; FLYWHEEL_REVISER_AUTO_APPROVE).")] = None,
-    min_cluster: Annotated[int | None, typer.Option(min=1, help="harness_reviser: diagnoses of one category that trigger a revision (FLYWHEEL_REVISER_MIN_CLUSTER).")] = None,
+    auto_approve: Annotated[
+        str | None,
+        typer.Option(
+            help="harness_reviser: change kinds published without review (comma-separated; FLYWHEEL_REVISER_AUTO_APPROVE)."
+        ),
+    ] = None,
+    min_cluster: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="harness_reviser: diagnoses of one category that trigger a revision (FLYWHEEL_REVISER_MIN_CLUSTER).",
+        ),
+    ] = None,
 ) -> None:
     """Run a consumer (its own group ``flywheel.NAME``; a FastStream app on ``kafka://``): at-least-once delivery,
     event-id dedupe, atomic outputs+commit, poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work is redelivered to the next run."""
@@ -129,7 +148,9 @@ def consume(
     if name == "rollout-worker":  # episodes are long-running producers, not pure handlers: their own loop
         from infra.cli.consume_rollout import rollout_worker
 
-        rollout_worker(workers=workers, state_dir=state_dir, idle_exit=idle_exit, bus=bus, blobs=blobs, registry=registry)
+        rollout_worker(
+            workers=workers, state_dir=state_dir, idle_exit=idle_exit, bus=bus, blobs=blobs, registry=registry
+        )
         return
     name = "harness_reviser" if name == "harness-reviser" else name
     for var, value in (("FLYWHEEL_REVISER_AUTO_APPROVE", auto_approve), ("FLYWHEEL_REVISER_MIN_CLUSTER", min_cluster)):
@@ -144,7 +165,10 @@ def consume(
         run_worker(name, overrides, state_dir, idle_exit)
         return
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=run_worker, args=(name, overrides, state_dir, idle_exit), name=f"{name}-{i}") for i in range(workers)]
+    procs = [
+        ctx.Process(target=run_worker, args=(name, overrides, state_dir, idle_exit), name=f"{name}-{i}")
+        for i in range(workers)
+    ]
     for proc in procs:
         proc.start()
     console.print(f"[bold]{name}[/]: {workers} workers, pids {', '.join(str(p.pid) for p in procs)}")

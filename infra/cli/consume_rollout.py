@@ -53,7 +53,9 @@ def _pool(options: WorkerOptions, ports, resolver):
 
         host, _, port = options.adb.partition(":")
         connect_device(options.device, host, int(port or 5037))  # "no device" fails the start, not an episode
-        pool.register("device", lambda: DeviceBackend(connect_device(options.device, host, int(port or 5037)), ports.blobs), 1)
+        pool.register(
+            "device", lambda: DeviceBackend(connect_device(options.device, host, int(port or 5037)), ports.blobs), 1
+        )
     return pool
 
 
@@ -77,8 +79,9 @@ def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) ->
     ensure_topics(ports.bus)
     resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints")
     pool = _pool(options, ports, resolver)
-    worker = RolloutWorker(ports, pool, name=name, state_dir=options.state_dir, resolver=resolver,
-                           stale_after_s=options.stale_after_s)
+    worker = RolloutWorker(
+        ports, pool, name=name, state_dir=options.state_dir, resolver=resolver, stale_after_s=options.stale_after_s
+    )
     try:
         stats = worker.run(stop, idle_exit_s=options.idle_exit_s)
         logging.getLogger("flywheel.rollout").info("stopped: %s", stats)
@@ -89,14 +92,30 @@ def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) ->
 
 
 def rollout_worker(
-    workers: Annotated[int, typer.Option(min=1, max=64, help="OS processes in the group; they split the rollouts partitions.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="OS processes in the group; they split the rollouts partitions.")
+    ] = 1,
     state_dir: Annotated[Path, typer.Option(help="Pool snapshots and the checkpoint cache.")] = Path(".flywheel/state"),
-    idle_exit: Annotated[float | None, typer.Option(help="Exit after this many seconds without requests (default: run until stopped).")] = None,
+    idle_exit: Annotated[
+        float | None, typer.Option(help="Exit after this many seconds without requests (default: run until stopped).")
+    ] = None,
     sandbox_cap: Annotated[int, typer.Option(min=1, help="Sandbox instances per worker process.")] = 1,
-    lease_timeout: Annotated[float, typer.Option(help="Seconds before a leased backend instance is reclaimed.")] = 900.0,
-    stale_after: Annotated[float, typer.Option(help="An unfinished attempt silent this long is a dead worker's and is closed as abandoned.")] = 30.0,
-    sim_model: Annotated[str | None, typer.Option(help="Policy ref of the LLM-sim simulator (local:/ckpt or models:/name@alias); enables backend llm_sim.")] = None,
-    toolsets: Annotated[Path | None, typer.Option(help="Extra folder of declared tool sets (*.json|*.yaml) for llm_sim.")] = None,
+    lease_timeout: Annotated[
+        float, typer.Option(help="Seconds before a leased backend instance is reclaimed.")
+    ] = 900.0,
+    stale_after: Annotated[
+        float,
+        typer.Option(help="An unfinished attempt silent this long is a dead worker's and is closed as abandoned."),
+    ] = 30.0,
+    sim_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Policy ref of the LLM-sim simulator (local:/ckpt or models:/name@alias); enables backend llm_sim."
+        ),
+    ] = None,
+    toolsets: Annotated[
+        Path | None, typer.Option(help="Extra folder of declared tool sets (*.json|*.yaml) for llm_sim.")
+    ] = None,
     device: Annotated[str | None, typer.Option(help="ADB serial of a device; enables backend device.")] = None,
     adb: Annotated[str, typer.Option(help="host:port of the adb server.")] = "127.0.0.1:5037",
     bus: BusOpt = None,
@@ -107,15 +126,25 @@ def rollout_worker(
     requested backend, publish the episode events, commit. A request a crashed worker left half-done is re-run
     under a new attempt, and the broken attempt is closed with EpisodeEnded(reason=abandoned)."""
     options = WorkerOptions(
-        {"bus": bus, "blobs": blobs, "registry": registry}, state_dir, idle_exit, sandbox_cap, lease_timeout,
-        stale_after, sim_model, toolsets, device, adb,
+        {"bus": bus, "blobs": blobs, "registry": registry},
+        state_dir,
+        idle_exit,
+        sandbox_cap,
+        lease_timeout,
+        stale_after,
+        sim_model,
+        toolsets,
+        device,
+        adb,
     )
     if workers == 1:
         run_rollout_worker("rollout-worker-0", options)
         return
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=run_rollout_worker, args=(f"rollout-worker-{i}", options), name=f"rollout-worker-{i}")
-             for i in range(workers)]
+    procs = [
+        ctx.Process(target=run_rollout_worker, args=(f"rollout-worker-{i}", options), name=f"rollout-worker-{i}")
+        for i in range(workers)
+    ]
     for proc in procs:
         proc.start()
     console.print(f"[bold]rollout-worker[/]: {workers} workers, pids {', '.join(str(p.pid) for p in procs)}")

@@ -39,8 +39,10 @@ def _hints() -> list[tuple[tuple[type[BaseException], ...], str]]:
     return [
         ((ConfigError,), ""),
         ((UnsupportedURL,), f"fix the URL ({adapters})"),
-        ((BusUnavailable, BlobStoreUnavailable, RegistryUnavailable),
-         f"is the URL right and its server up (flywheel stack up)? ({adapters})"),
+        (
+            (BusUnavailable, BlobStoreUnavailable, RegistryUnavailable),
+            f"is the URL right and its server up (flywheel stack up)? ({adapters})",
+        ),
         ((VersionNotFound,), "list the registered versions in MLflow and pass one of them"),
         ((BusWriteError,), "the bus refused the write: free disk space or raise its quota (?max_bytes=N), then rerun"),
         ((BusError,), f"check the bus ({adapters})"),
@@ -67,7 +69,11 @@ def one_line(exc: BaseException) -> str:
     """``flywheel: error: <what failed>; <what to do>``, masked and at most MAX_LINE_CHARS long."""
     do = exc.do if isinstance(exc, CliError) else ""
     if not do:
-        do = next((hint for types, hint in _hints() if isinstance(exc, types)), "") if not isinstance(exc, CliError) else ""
+        do = (
+            next((hint for types, hint in _hints() if isinstance(exc, types)), "")
+            if not isinstance(exc, CliError)
+            else ""
+        )
     what = " ".join(_describe(exc).split())
     line = f"flywheel: error: {what}" + (f"; {do}" if do and do not in what else "")
     line = mask_credentials(line)

@@ -13,11 +13,19 @@ from rich.table import Column, Table
 
 from infra.cli.run import BlobsOpt, BusOpt
 
-app = typer.Typer(help="Review trajectories the curator quarantined and harness revisions the reviser proposed: "
-                  "list, show, then approve/correct/reject/quarantine.", no_args_is_help=True)
+app = typer.Typer(
+    help="Review trajectories the curator quarantined and harness revisions the reviser proposed: "
+    "list, show, then approve/correct/reject/quarantine.",
+    no_args_is_help=True,
+)
 console = Console()
 Episode = Annotated[str, typer.Argument(help="Episode id of a pending review (see `flywheel review list`).")]
-Item = Annotated[str, typer.Argument(help="Episode id of a pending review, or id of a pending harness revision (see `flywheel review list`).")]
+Item = Annotated[
+    str,
+    typer.Argument(
+        help="Episode id of a pending review, or id of a pending harness revision (see `flywheel review list`)."
+    ),
+]
 Reviewer = Annotated[str, typer.Option("--reviewer", "--by", "-r", help="Who decides (recorded on the event).")]
 Note = Annotated[str, typer.Option(help="Why, for the audit trail.")]
 
@@ -42,7 +50,9 @@ def _pending_request(bus_port, episode_id: str):
     log = curation_log(bus_port)
     found = [r for r in pending(log) if r.episode_id == episode_id]
     if not found:
-        raise typer.BadParameter(f"no pending review for episode {episode_id!r}; see `flywheel review list`", param_hint="EPISODE")
+        raise typer.BadParameter(
+            f"no pending review for episode {episode_id!r}; see `flywheel review list`", param_hint="EPISODE"
+        )
     return found[0], log.get(episode_id, [])
 
 
@@ -56,12 +66,25 @@ def list_(bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
     requests = pending(curation_log(bus_port))
     table = Table(_id_column("episode", (r.episode_id for r in requests)), "task", "requested", "reasons")
     for request in requests:
-        table.add_row(request.episode_id, request.task_id, request.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), "; ".join(request.reasons))
+        table.add_row(
+            request.episode_id,
+            request.task_id,
+            request.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
+            "; ".join(request.reasons),
+        )
     console.print(table if table.row_count else "no pending reviews")
     proposals = pending_revisions(bus_port)
-    revisions = Table(_id_column("revision", (p.revision_id for p in proposals)), "base", "proposed", "targets", "summary")
+    revisions = Table(
+        _id_column("revision", (p.revision_id for p in proposals)), "base", "proposed", "targets", "summary"
+    )
     for p in proposals:
-        revisions.add_row(p.revision_id, p.base_version, p.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), ", ".join(p.targets), p.summary[:120])
+        revisions.add_row(
+            p.revision_id,
+            p.base_version,
+            p.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
+            ", ".join(p.targets),
+            p.summary[:120],
+        )
     console.print(revisions if revisions.row_count else "no pending harness revisions")
 
 
@@ -76,7 +99,9 @@ def show(episode: Item, bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
     bus_port, blob_store = _open(bus, blobs)
     revision = _pending_revision(bus_port, episode)
     if revision is not None:
-        console.print(f"[bold]{revision.revision_id}[/] of {revision.base_version} (round {revision.round}, run {revision.run_id})")
+        console.print(
+            f"[bold]{revision.revision_id}[/] of {revision.base_version} (round {revision.round}, run {revision.run_id})"
+        )
         console.print(f"targets: {', '.join(revision.targets)}; motivated by {len(revision.motivated_by)} diagnoses")
         console.print(revision.summary, markup=False)
         console.print_json(blob_store.get(revision.patch).decode())
@@ -88,7 +113,15 @@ def show(episode: Item, bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
         console.print_json(blob_store.get(request.evidence[0]).decode())
 
 
-def _decide(episode: str, decision: str, reviewer: str, note: str, bus: str | None, blobs: str | None, corrected: Path | None = None) -> None:
+def _decide(
+    episode: str,
+    decision: str,
+    reviewer: str,
+    note: str,
+    bus: str | None,
+    blobs: str | None,
+    corrected: Path | None = None,
+) -> None:
     from consumers.curator.bundle import MEDIA_TYPE
     from consumers.review.queue import decide
     from infra.events import ensure_topics, publish
@@ -112,7 +145,9 @@ def _decide_revision(item: str, accept: bool, reviewer: str, note: str, bus: str
         return False
     ensure_topics(bus_port)
     publish(bus_port, decide_revision(revision, accept, reviewer, note))
-    console.print(f"{'accepted' if accept else 'rejected'}: {item}" + (" (the harness reviser publishes it)" if accept else ""))
+    console.print(
+        f"{'accepted' if accept else 'rejected'}: {item}" + (" (the harness reviser publishes it)" if accept else "")
+    )
     return True
 
 
@@ -125,9 +160,12 @@ def approve(episode: Item, reviewer: Reviewer, note: Note = "", bus: BusOpt = No
 
 @app.command()
 def correct(
-    episode: Episode, reviewer: Reviewer,
+    episode: Episode,
+    reviewer: Reviewer,
     trajectory: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Corrected trajectory bundle (JSON).")],
-    note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None,
+    note: Note = "",
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
 ) -> None:
     """Admit a corrected trajectory in place of the original."""
     _decide(episode, "correct", reviewer, note, bus, blobs, trajectory)
@@ -141,6 +179,8 @@ def reject(episode: Item, reviewer: Reviewer, note: Note = "", bus: BusOpt = Non
 
 
 @app.command()
-def quarantine(episode: Episode, reviewer: Reviewer, note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
+def quarantine(
+    episode: Episode, reviewer: Reviewer, note: Note = "", bus: BusOpt = None, blobs: BlobsOpt = None
+) -> None:
     """Keep holding it (e.g. needs a second opinion)."""
     _decide(episode, "quarantine", reviewer, note, bus, blobs)

@@ -14,7 +14,9 @@ from rich.console import Console
 console = Console()
 
 BusOpt = Annotated[str | None, typer.Option("--bus", help="kafka://host:port or sqlite:///path (default: embedded)")]
-BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")]
+BlobsOpt = Annotated[
+    str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")
+]
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
 
 
@@ -28,25 +30,59 @@ def _loop_config(path: Path):  # noqa: ANN202 (LoopConfig, imported lazily)
     try:
         return LoopConfig.model_validate_json(path.read_bytes())
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}"
-                             for e in exc.errors(include_input=False, include_url=False)[:3])
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}"
+            for e in exc.errors(include_input=False, include_url=False)[:3]
+        )
         raise CliError(f"--config {path} is not a valid loop config ({problems})", "fix the JSON file") from None
 
 
 def run(
-    profile: Annotated[str, typer.Option(help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see infra/loop/config.py.")] = "quick",
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see infra/loop/config.py."
+        ),
+    ] = "quick",
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of the loop (default 3).")] = None,
-    first_rollouts: Annotated[int | None, typer.Option(min=1, help="Round 0 rollouts of the reference solver (the cold start).")] = None,
-    rollouts: Annotated[int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")] = None,
-    algorithm: Annotated[str | None, typer.Option(help="After round 0: sft (continued SFT on admitted data), rl (GRPO with CARE on rollouts through the bus) or mixed (continued SFT, then GRPO with CARE).")] = None,
+    first_rollouts: Annotated[
+        int | None, typer.Option(min=1, help="Round 0 rollouts of the reference solver (the cold start).")
+    ] = None,
+    rollouts: Annotated[
+        int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")
+    ] = None,
+    algorithm: Annotated[
+        str | None,
+        typer.Option(
+            help="After round 0: sft (continued SFT on admitted data), rl (GRPO with CARE on rollouts through the bus) or mixed (continued SFT, then GRPO with CARE)."
+        ),
+    ] = None,
     sft_steps: Annotated[int | None, typer.Option(min=1, help="SFT optimiser steps per training run.")] = None,
-    dev_per_category: Annotated[int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")] = None,
-    auto_approve: Annotated[str | None, typer.Option(help="Harness change kinds published without review, comma-separated ('' = all wait for `flywheel review`).")] = None,
+    dev_per_category: Annotated[
+        int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")
+    ] = None,
+    auto_approve: Annotated[
+        str | None,
+        typer.Option(
+            help="Harness change kinds published without review, comma-separated ('' = all wait for `flywheel review`)."
+        ),
+    ] = None,
     no_revise: Annotated[bool, typer.Option("--no-revise", help="Run without the harness reviser.")] = False,
-    spawn_consumers: Annotated[bool, typer.Option("--spawn-consumers", help="Run every consumer as its own `flywheel consume` process (always on a kafka:// bus).")] = False,
-    config: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="A JSON file of LoopConfig fields (flags override it).")] = None,
+    spawn_consumers: Annotated[
+        bool,
+        typer.Option(
+            "--spawn-consumers",
+            help="Run every consumer as its own `flywheel consume` process (always on a kafka:// bus).",
+        ),
+    ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="A JSON file of LoopConfig fields (flags override it)."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Where reports go: <out>/<run_id>/ (default runs/).")] = None,
-    run_id: Annotated[str | None, typer.Option(help="Name of the run (default run-<time>-<random>); its topics are namespaced by it.")] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="Name of the run (default run-<time>-<random>); its topics are namespaced by it.")
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     bus: BusOpt = None,
     blobs: BlobsOpt = None,
@@ -61,10 +97,17 @@ def run(
     from infra.loop.run import run_loop
 
     base = _loop_config(config) if config else loop_profile(profile)
-    updates: dict[str, object] = {k: v for k, v in {
-        "rounds": rounds, "first_round_rollouts": first_rollouts, "rollouts_per_round": rollouts, "algorithm": algorithm,
-        "out_dir": out,
-    }.items() if v is not None}
+    updates: dict[str, object] = {
+        k: v
+        for k, v in {
+            "rounds": rounds,
+            "first_round_rollouts": first_rollouts,
+            "rollouts_per_round": rollouts,
+            "algorithm": algorithm,
+            "out_dir": out,
+        }.items()
+        if v is not None
+    }
     if auto_approve is not None:
         updates["auto_approve"] = tuple(k.strip() for k in auto_approve.split(",") if k.strip())
     if no_revise:
@@ -79,12 +122,16 @@ def run(
     loop = LoopConfig.model_validate({**base.model_dump(), **updates})
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    console.print(f"[bold]flywheel run[/] {name}: profile {profile}, {loop.rounds} rounds, consumers "
-                  f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={mask_credentials(settings.bus)}\n"
-                  f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}")
+    console.print(
+        f"[bold]flywheel run[/] {name}: profile {profile}, {loop.rounds} rounds, consumers "
+        f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={mask_credentials(settings.bus)}\n"
+        f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}"
+    )
     result = run_loop(settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress)
     overall = " -> ".join(f"{r.dev.overall:.3f}" if r.dev else "-" for r in result.rounds)
-    console.print(f"[bold]dev Overall per round:[/] {overall}   ({result.wall_time_s / 60:.1f} min, "
-                  f"{result.dead_letters} dead letters)")
+    console.print(
+        f"[bold]dev Overall per round:[/] {overall}   ({result.wall_time_s / 60:.1f} min, "
+        f"{result.dead_letters} dead letters)"
+    )
     console.print(f"report: {result.report_html}")
     console.print(f"audit:  flywheel replay --bus '{mask_credentials(result.bus_url)}' --from-start --verify")

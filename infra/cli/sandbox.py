@@ -48,7 +48,9 @@ def check(seed: Annotated[int, typer.Option(help="Suite seed.")] = 0) -> None:
     for name, should_pass in EXPECT_PASS.items():
         ok = not report.wrong[name]
         want = "all" if should_pass else "none"
-        console.print(f"[{'green' if ok else 'red'}]{name:<9} passed {report.passed[name]:>4}/{report.tasks} (expected {want})")
+        console.print(
+            f"[{'green' if ok else 'red'}]{name:<9} passed {report.passed[name]:>4}/{report.tasks} (expected {want})"
+        )
         for task_id in report.wrong[name][:10]:
             console.print(f"   unexpected: {task_id}")
     raise typer.Exit(0 if report.green else 1)

@@ -32,10 +32,18 @@ def harness(
         str, typer.Option(help="Environment variable holding the policy API key.")
     ] = "FLYWHEEL_POLICY_KEY",
     publish: Annotated[bool, typer.Option(help="Also publish every event to the bus (FLYWHEEL_BUS).")] = True,
-    max_episodes: Annotated[int, typer.Option(min=1, help="Episodes run at once; beyond it a request gets 503 + Retry-After.")] = 8,
-    max_body_bytes: Annotated[int, typer.Option(min=1024, help="Largest request body accepted (413 above, checked before reading).")] = 1024 * 1024,
-    limit_concurrency: Annotated[int, typer.Option(min=1, help="Connections plus requests the server holds; 503 beyond.")] = 64,
-    header_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a client has to send its request headers.")] = 10.0,
+    max_episodes: Annotated[
+        int, typer.Option(min=1, help="Episodes run at once; beyond it a request gets 503 + Retry-After.")
+    ] = 8,
+    max_body_bytes: Annotated[
+        int, typer.Option(min=1024, help="Largest request body accepted (413 above, checked before reading).")
+    ] = 1024 * 1024,
+    limit_concurrency: Annotated[
+        int, typer.Option(min=1, help="Connections plus requests the server holds; 503 beyond.")
+    ] = 64,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a client has to send its request headers.")
+    ] = 10.0,
 ) -> None:
     """Serve ``POST /v1/episodes`` (bearer auth) and ``GET /healthz``; OpenAPI at ``/docs``."""
     import uvicorn

@@ -21,8 +21,10 @@ def smoke(bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = No
     """Check every port on the chosen adapters in a few seconds (default: the embedded ones, no servers)."""
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     run_id = f"smoke-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    console.print(f"[bold]flywheel smoke[/] {run_id}\n  bus={mask_credentials(settings.bus)}\n"
-                  f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}")
+    console.print(
+        f"[bold]flywheel smoke[/] {run_id}\n  bus={mask_credentials(settings.bus)}\n"
+        f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}"
+    )
     started = time.perf_counter()
     with console.status("opening ports (first use of the embedded MLflow store migrates it, ~10 s)"):
         ports = open_ports(settings)
@@ -41,6 +43,8 @@ def smoke(bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = No
     table.add_row("registered harness version", f"{report.harness_version} @production")
     console.print(table)
     ok = report.published == sum(report.consumed.values()) == report.replayed
-    console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'MISMATCH'}[/] in {time.perf_counter() - started:.1f}s")
+    console.print(
+        f"[{'green' if ok else 'red'}]{'OK' if ok else 'MISMATCH'}[/] in {time.perf_counter() - started:.1f}s"
+    )
     if not ok:
         raise typer.Exit(1)

@@ -17,7 +17,9 @@ console = Console()
 
 def status(
     bus: BusOpt = None,
-    state_dir: Annotated[Path, typer.Option(help="Where rollout workers write their pool snapshots.")] = Path(".flywheel/state"),
+    state_dir: Annotated[Path, typer.Option(help="Where rollout workers write their pool snapshots.")] = Path(
+        ".flywheel/state"
+    ),
 ) -> None:
     """Records per topic, lag of every flywheel consumer group, dead letters by group and error, pending reviews."""
     from bus_schemas.events import DeadLettered
@@ -53,6 +55,11 @@ def status(
     for (group, error), n in sorted(letters.items()):
         dead.add_row(group, error, str(n))
     reviews = pending(curation_log(port)) if "curation" in existing else []
-    console.print(topics, groups, dead if letters else "no dead letters", f"pending reviews: {len(reviews)}",
-                  pool_table(state_dir))
+    console.print(
+        topics,
+        groups,
+        dead if letters else "no dead letters",
+        f"pending reviews: {len(reviews)}",
+        pool_table(state_dir),
+    )
     port.close()

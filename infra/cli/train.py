@@ -27,7 +27,9 @@ app = typer.Typer(
 )
 
 BusOpt = Annotated[str | None, typer.Option("--bus", help="kafka://host:port or sqlite:///path (default: embedded)")]
-BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")]
+BlobsOpt = Annotated[
+    str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")
+]
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
 RunOpt = Annotated[str | None, typer.Option("--run-id", help="Run id on every event (default: a fresh one).")]
 ModelOpt = Annotated[str, typer.Option("--model", help="Registered model name.")]
@@ -63,7 +65,10 @@ def _config(model: str, work_dir: Path, **updates: object):  # noqa: ANN202 (Lea
 
 @app.command()
 def seed(
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+    run_id: RunOpt = None,
     seeds: Annotated[int | None, typer.Option(help="Task-suite seeds whose train split is solved.")] = None,
 ) -> None:
     """Publish reference-solver episodes of the train split (through the harness) as cold-start data."""
@@ -77,8 +82,12 @@ def seed(
 
 @app.command()
 def sft(
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
-    model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+    run_id: RunOpt = None,
+    model: ModelOpt = "planner",
+    work_dir: WorkOpt = Path(".flywheel/learner"),
     base_checkpoint: Annotated[Path | None, typer.Option(help="Local checkpoint dir (default: tiny model).")] = None,
     base_version: Annotated[str | None, typer.Option(help="Continue from this registered version (e.g. 3).")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Optimizer steps (default: the learner config's).")] = None,
@@ -90,18 +99,35 @@ def sft(
 
     config = _config(model, work_dir, base_checkpoint=base_checkpoint)
     with _ports(bus, blobs, registry) as ports, _bar("SFT steps") as bar:
-        outcome = run_sft(ports, config, run_id=_run_id(run_id), round=round, progress=bar, base_version=base_version,
-                          max_steps=max_steps, time_budget_s=time_budget)
+        outcome = run_sft(
+            ports,
+            config,
+            run_id=_run_id(run_id),
+            round=round,
+            progress=bar,
+            base_version=base_version,
+            max_steps=max_steps,
+            time_budget_s=time_budget,
+        )
     _print_outcome(model, outcome.model_version, outcome.dataset_digest, outcome.metrics)
 
 
 @app.command()
 def rl(
     version: Annotated[str, typer.Argument(help="Model version to start from (e.g. 3).")],
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
-    model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+    run_id: RunOpt = None,
+    model: ModelOpt = "planner",
+    work_dir: WorkOpt = Path(".flywheel/learner"),
     steps: Annotated[int, typer.Option(help="GRPO steps.")] = 4,
-    local_workers: Annotated[bool, typer.Option(help="Also run a rollout worker and the verifier in this process (off: only `flywheel consume rollout-worker` / `verifier` processes serve the groups).")] = True,
+    local_workers: Annotated[
+        bool,
+        typer.Option(
+            help="Also run a rollout worker and the verifier in this process (off: only `flywheel consume rollout-worker` / `verifier` processes serve the groups)."
+        ),
+    ] = True,
 ) -> None:
     """GRPO with CARE rewards over groups of bus rollouts; registers the result as @candidate."""
     import tempfile
@@ -113,8 +139,15 @@ def rl(
     with _ports(bus, blobs, registry) as ports, _bar("RL steps") as bar, tempfile.TemporaryDirectory() as scratch:
         services = LocalServices(ports, Path(scratch)) if local_workers else None
         try:
-            outcome, reports = run_rl(ports, config, version, steps=steps, run_id=_run_id(run_id), progress=bar,
-                                      pump=services.pump if services else None)
+            outcome, reports = run_rl(
+                ports,
+                config,
+                version,
+                steps=steps,
+                run_id=_run_id(run_id),
+                progress=bar,
+                pump=services.pump if services else None,
+            )
         finally:
             if services is not None:
                 services.close()
@@ -129,8 +162,12 @@ def rl(
 
 def evaluate(
     version: Annotated[str, typer.Argument(help="Model version to evaluate (e.g. 3).")],
-    bus: BusOpt = None, blobs: BlobsOpt = None, registry: RegistryOpt = None, run_id: RunOpt = None,
-    model: ModelOpt = "planner", work_dir: WorkOpt = Path(".flywheel/learner"),
+    bus: BusOpt = None,
+    blobs: BlobsOpt = None,
+    registry: RegistryOpt = None,
+    run_id: RunOpt = None,
+    model: ModelOpt = "planner",
+    work_dir: WorkOpt = Path(".flywheel/learner"),
     per_category: Annotated[int, typer.Option(help="Dev tasks per capability.")] = 16,
     require_approval: Annotated[bool, typer.Option(help="Tag instead of promoting; a human promotes.")] = False,
 ) -> None:
@@ -147,8 +184,10 @@ def evaluate(
         table.add_row(capability, f"{score.success_rate:.3f}", str(score.tasks))
     table.add_row("Overall", f"{report.evaluated.overall:.3f}", "")
     console.print(table)
-    console.print(f"tokens/task {report.evaluated.tokens_per_task:.0f}, tool calls/task "
-                  f"{report.evaluated.tool_calls_per_task:.2f}; promoted to @production: {promoted}")
+    console.print(
+        f"tokens/task {report.evaluated.tokens_per_task:.0f}, tool calls/task "
+        f"{report.evaluated.tool_calls_per_task:.2f}; promoted to @production: {promoted}"
+    )
 
 
 def _print_outcome(model: str, version: str, digest: str, metrics: dict[str, float]) -> None:

@@ -31,10 +31,22 @@ def begin_run(ports: Ports, config: LoopConfig, run_id: str) -> RunStart:
     leaked = {t.task_id for t in train} & {t.task_id for t in dev}
     if leaked:
         raise ValueError(f"dev tasks in the train pool: {sorted(leaked)[:5]}")
-    harness = publish_harness_version(ports.registry, ports.blobs, config.learner.harness, producer=PRODUCER,
-                                      run_id=run_id, aliases=("production",), round=0)
-    started = RoundStarted(producer=PRODUCER, run_id=run_id, round=0, policy_version=config.first_policy,
-                           harness_version=harness.harness_version,
-                           planned_rollouts=config.first_round_rollouts or len(train))
+    harness = publish_harness_version(
+        ports.registry,
+        ports.blobs,
+        config.learner.harness,
+        producer=PRODUCER,
+        run_id=run_id,
+        aliases=("production",),
+        round=0,
+    )
+    started = RoundStarted(
+        producer=PRODUCER,
+        run_id=run_id,
+        round=0,
+        policy_version=config.first_policy,
+        harness_version=harness.harness_version,
+        planned_rollouts=config.first_round_rollouts or len(train),
+    )
     publish_all(ports.bus, [*train, *dev, harness, started])
     return RunStart(run_id, harness.harness_version, train, dev, started)

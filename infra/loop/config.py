@@ -31,8 +31,12 @@ def loop_learner() -> LearnerConfig:
     and 2, so nothing of its own was admitted; with 1,200 + 500 it solved 2/64 and 6/64 (admitted_self 2 and 5,
     train_examples_self 6 and 26) in 11.6 min — dev stayed at 0.000, test 0.031."""
     base = LearnerConfig()
-    return base.model_copy(update={"sft": base.sft.model_copy(update={"max_steps": 1200}),
-                                   "continued_sft": base.continued_sft.model_copy(update={"max_steps": 500})})
+    return base.model_copy(
+        update={
+            "sft": base.sft.model_copy(update={"max_steps": 1200}),
+            "continued_sft": base.continued_sft.model_copy(update={"max_steps": 500}),
+        }
+    )
 
 
 class LoopConfig(BaseModel):
@@ -97,10 +101,12 @@ def profile(name: str) -> LoopConfig:
         return LoopConfig()
     if name == "full":
         base = LoopConfig().learner
-        learner = base.model_copy(update={
-            "cold_start_seeds": 3,
-            "sft": base.sft.model_copy(update={"max_steps": 1500}),
-            "continued_sft": base.continued_sft.model_copy(update={"max_steps": 1000}),
-        })
+        learner = base.model_copy(
+            update={
+                "cold_start_seeds": 3,
+                "sft": base.sft.model_copy(update={"max_steps": 1500}),
+                "continued_sft": base.continued_sft.model_copy(update={"max_steps": 1000}),
+            }
+        )
         return LoopConfig(rounds=5, first_round_rollouts=432, rollouts_per_round=192, learner=learner)
     raise ValueError(f"unknown profile {name!r}; one of {', '.join(PROFILES)}")

@@ -32,8 +32,15 @@ def describe(monitor: RunMonitor) -> str:
     return f"round {r.round}: waiting for the harness reviser ({r.harness or 'no answer'}) or round completion"
 
 
-def drive(consumers: Consumers, monitor: RunMonitor, rounds: int, *, stall_timeout_s: float,
-          on_update: Callable[[RunMonitor], None], idle_sleep_s: float = 0.05) -> None:
+def drive(
+    consumers: Consumers,
+    monitor: RunMonitor,
+    rounds: int,
+    *,
+    stall_timeout_s: float,
+    on_update: Callable[[RunMonitor], None],
+    idle_sleep_s: float = 0.05,
+) -> None:
     last_growth = time.monotonic()
     while True:
         handled = consumers.step()

@@ -21,8 +21,9 @@ def best_by_dev(rounds: list[RoundProgress]) -> DevSetEvaluated | None:
     return max(evaluated, key=lambda r: (r.dev.overall, r.round)).dev  # type: ignore[union-attr]
 
 
-def evaluate_test(ports: Ports, config: LoopConfig, run_id: str, rounds: list[RoundProgress],
-                  out: Path | None = None) -> DevSetEvaluated | None:
+def evaluate_test(
+    ports: Ports, config: LoopConfig, run_id: str, rounds: list[RoundProgress], out: Path | None = None
+) -> DevSetEvaluated | None:
     """Publish one ``DevSetEvaluated(split="test")`` on the last round; None when no model was evaluated on dev.
 
     The episodes run in this process after the consumers stopped, so they stay off the bus (a replay of the
@@ -43,17 +44,46 @@ def evaluate_test(ports: Ports, config: LoopConfig, run_id: str, rounds: list[Ro
     known = {harness_version(learner): learner.harness, "default": HarnessConfig()}
     harness = harness_resolver(known, ports.registry)(best.harness_version) or learner.harness
     model, tokenizer, local = load_version(ports, learner, best.model_version)
-    policy = PlannerPolicy(model, tokenizer, name=f"{best.model_name}/{best.model_version}", window=PromptWindow.load(local))
-    report = evaluate_dev(policy, test_tasks(learner, run_id), config=harness, skills=skills(), blobs=ports.blobs,
-                          publish=lambda events: None, run_id=run_id,
-                          model_name=best.model_name, model_version=best.model_version, round=None)
+    policy = PlannerPolicy(
+        model, tokenizer, name=f"{best.model_name}/{best.model_version}", window=PromptWindow.load(local)
+    )
+    report = evaluate_dev(
+        policy,
+        test_tasks(learner, run_id),
+        config=harness,
+        skills=skills(),
+        blobs=ports.blobs,
+        publish=lambda events: None,
+        run_id=run_id,
+        model_name=best.model_name,
+        model_version=best.model_version,
+        round=None,
+    )
     last = max(r.round for r in rounds)
-    test = DevSetEvaluated.model_validate({**report.evaluated.model_dump(), "split": "test", "round": last,
-                                           "harness_version": best.harness_version})
+    test = DevSetEvaluated.model_validate(
+        {**report.evaluated.model_dump(), "split": "test", "round": last, "harness_version": best.harness_version}
+    )
     publish_all(ports.bus, [test])
     if out is not None:
-        rows = [{"task_id": e.verdict.task_id, "outcome": e.verdict.outcome, "steps": e.outcome.steps,
-                 "end": e.outcome.reason, "tokens": e.outcome.input_tokens + e.outcome.output_tokens} for e in report.episodes]
-        out.write_text(json.dumps({"model": f"{best.model_name}/{best.model_version}", "harness": best.harness_version,
-                                   "overall": test.overall, "episodes": rows}, indent=1))
+        rows = [
+            {
+                "task_id": e.verdict.task_id,
+                "outcome": e.verdict.outcome,
+                "steps": e.outcome.steps,
+                "end": e.outcome.reason,
+                "tokens": e.outcome.input_tokens + e.outcome.output_tokens,
+            }
+            for e in report.episodes
+        ]
+        out.write_text(
+            json.dumps(
+                {
+                    "model": f"{best.model_name}/{best.model_version}",
+                    "harness": best.harness_version,
+                    "overall": test.overall,
+                    "episodes": rows,
+                },
+                indent=1,
+            )
+        )
     return test

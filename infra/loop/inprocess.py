@@ -22,8 +22,9 @@ def reviser_env(config: LoopConfig) -> dict[str, str]:
     return {"FLYWHEEL_REVISER_AUTO_APPROVE": ",".join(config.auto_approve)}
 
 
-def consumer_specs(config: LoopConfig, training_progress: Progress | None = None,
-                   pump: Callable[[], int] | None = None) -> list[ConsumerSpec]:
+def consumer_specs(
+    config: LoopConfig, training_progress: Progress | None = None, pump: Callable[[], int] | None = None
+) -> list[ConsumerSpec]:
     from consumers.harness_reviser.config import ReviserConfig
     from consumers.harness_reviser.spec import build as harness_reviser
     from consumers.registry import build
@@ -46,7 +47,9 @@ def consumer_specs(config: LoopConfig, training_progress: Progress | None = None
 
 
 class InProcessConsumers:
-    def __init__(self, ports: Ports, config: LoopConfig, state_dir: Path, training_progress: Progress | None = None) -> None:
+    def __init__(
+        self, ports: Ports, config: LoopConfig, state_dir: Path, training_progress: Progress | None = None
+    ) -> None:
         from producers.backends.sandbox import SandboxBackend
         from producers.pool import EnvironmentPool
         from producers.rollout import RolloutWorker
@@ -58,8 +61,9 @@ class InProcessConsumers:
         pool = EnvironmentPool()
         pool.register("sandbox", SandboxBackend, 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
-        self.worker = RolloutWorker(ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver,
-                                    claim_grace_s=0.0)
+        self.worker = RolloutWorker(
+            ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0
+        )
 
     def _pump(self) -> int:
         """While the trainer's GRPO waits for its groups (inside its handler), run the rollout worker and the

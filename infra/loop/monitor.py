@@ -204,7 +204,9 @@ class RunMonitor:
             if self._episodes.get(e.episode_id or "", (0, False))[1]:
                 return  # dev episodes are curated too, but they are not training data
             r.admitted += isinstance(e, TrajectoryAdmitted)
-            r.admitted_self += isinstance(e, TrajectoryAdmitted) and not e.provenance.policy_version.startswith("scripted:")
+            r.admitted_self += isinstance(e, TrajectoryAdmitted) and not e.provenance.policy_version.startswith(
+                "scripted:"
+            )
             r.rejected += isinstance(e, TrajectoryRejected)
             r.quarantined += isinstance(e, TrajectoryQuarantined)
             r.mark("curation", at)
@@ -260,8 +262,10 @@ def summary_line(r: RoundProgress) -> str:
     if r.training == "succeeded":
         training = f"trained {r.model}"
         if r.rl_steps:
-            training += (f" with {r.rl_steps} GRPO steps ({r.rl_solved}/{r.rl_episodes} RL episodes solved, "
-                         f"CARE {r.care_schedule})")
+            training += (
+                f" with {r.rl_steps} GRPO steps ({r.rl_solved}/{r.rl_episodes} RL episodes solved, "
+                f"CARE {r.care_schedule})"
+            )
         if r.train_examples is not None:
             training += f" on {r.train_examples} examples (self {r.train_examples_self})"
     elif r.training == "failed":

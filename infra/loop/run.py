@@ -47,8 +47,15 @@ def run_namespace(bus_url: str, run_id: str) -> str:
     return f"{bus_url}{'&' if '?' in bus_url else '?'}namespace={run_id}"
 
 
-def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool = False,
-             console: Console | None = None, show_progress: bool = True) -> LoopResult:
+def run_loop(
+    settings: Settings,
+    config: LoopConfig,
+    *,
+    run_id: str,
+    spawn: bool = False,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> LoopResult:
     console = console or Console()
     if settings.bus.startswith("kafka://") and not spawn:
         # Stepping ten Kafka group members in one thread stalls: while one handler trains for minutes the
@@ -63,13 +70,21 @@ def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool
     try:
         ensure_topics(ports.bus)
         start = begin_run(ports, config, run_id)
-        log.info("run %s: %d train tasks, %d dev tasks, harness %s, bus %s", run_id, len(start.train), len(start.dev),
-                 start.harness_version, mask_credentials(settings.bus))
+        log.info(
+            "run %s: %d train tasks, %d dev tasks, harness %s, bus %s",
+            run_id,
+            len(start.train),
+            len(start.dev),
+            start.harness_version,
+            mask_credentials(settings.bus),
+        )
         monitor = RunMonitor(ports.bus, run_id)
         with LoopView(console, enabled=show_progress) as view:
             if spawn:
                 urls = {"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry}
-                consumers: InProcessConsumers | SpawnedConsumers = SpawnedConsumers(config, urls, state_dir, out_dir / "logs")
+                consumers: InProcessConsumers | SpawnedConsumers = SpawnedConsumers(
+                    config, urls, state_dir, out_dir / "logs"
+                )
             else:
                 consumers = InProcessConsumers(ports, config, state_dir, view.training)
             try:
@@ -79,8 +94,13 @@ def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool
         if config.final_test:  # in-process, after every consumer stopped
             console.print("evaluating the best model by dev on the test split ...")
             out_dir.mkdir(parents=True, exist_ok=True)
-            test = evaluate_test(ports, config, run_id, [monitor.rounds[k] for k in sorted(monitor.rounds)],
-                                 out_dir / "test_episodes.json")
+            test = evaluate_test(
+                ports,
+                config,
+                run_id,
+                [monitor.rounds[k] for k in sorted(monitor.rounds)],
+                out_dir / "test_episodes.json",
+            )
             monitor.update()
             if test is not None:
                 cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in test.per_category.items())
@@ -89,12 +109,23 @@ def run_loop(settings: Settings, config: LoopConfig, *, run_id: str, spawn: bool
         events.sort(key=lambda e: e.occurred_at)
         report = build_report(run_id, events, stage_seconds(monitor.rounds.values()))
         shown = {name: mask_credentials(getattr(settings, name)) for name in ("bus", "blobs", "registry")}
-        report.settings.update({**shown,
-                                "consumers": "separate processes" if spawn else "in-process",
-                                **{k: str(v) for k, v in config.round_settings().items()}})
+        report.settings.update(
+            {
+                **shown,
+                "consumers": "separate processes" if spawn else "in-process",
+                **{k: str(v) for k, v in config.round_settings().items()},
+            }
+        )
         html = write_report(report, out_dir)
         (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, **shown}, indent=2))
     finally:
         ports.close()
-    return LoopResult(run_id, settings.bus, report, html, [monitor.rounds[k] for k in sorted(monitor.rounds)],
-                      time.perf_counter() - started, monitor.dead_letters)
+    return LoopResult(
+        run_id,
+        settings.bus,
+        report,
+        html,
+        [monitor.rounds[k] for k in sorted(monitor.rounds)],
+        time.perf_counter() - started,
+        monitor.dead_letters,
+    )

@@ -22,8 +22,13 @@ class SpawnedConsumers:
         learner_config = state_dir / "learner.json"
         learner_config.parent.mkdir(parents=True, exist_ok=True)
         learner_config.write_text(config.trainer_learner().model_dump_json())
-        env = {**os.environ, **config.round_env(), **reviser_env(config), "FLYWHEEL_LEARNER_CONFIG": str(learner_config),
-               "HF_HUB_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            **config.round_env(),
+            **reviser_env(config),
+            "FLYWHEEL_LEARNER_CONFIG": str(learner_config),
+            "HF_HUB_OFFLINE": "1",
+        }
         names = [n for n in CONSUMER_NAMES if n != "harness_reviser" or config.revise_harness] + ["rollout-worker"]
         flags = [f"--{k}={v}" for k, v in urls.items()]
         self.logs = {name: log_dir / f"{name}.log" for name in names}
@@ -31,8 +36,9 @@ class SpawnedConsumers:
         for name in names:
             command = [sys.executable, "-m", "infra.cli.main", "consume", name, f"--state-dir={state_dir}", *flags]
             with self.logs[name].open("wb") as log:
-                self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                                    start_new_session=True)
+                self.procs[name] = subprocess.Popen(
+                    command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                )
 
     def step(self) -> int:
         return 0  # the processes do the work; the driver only watches the log
@@ -41,7 +47,9 @@ class SpawnedConsumers:
         for name, proc in self.procs.items():
             if proc.poll() is not None:
                 tail = self.logs[name].read_text(errors="replace")[-3000:]
-                raise ConsumerDied(f"consumer {name} exited with {proc.returncode}; its log ({self.logs[name]}) ends:\n{tail}")
+                raise ConsumerDied(
+                    f"consumer {name} exited with {proc.returncode}; its log ({self.logs[name]}) ends:\n{tail}"
+                )
 
     def close(self, timeout_s: float = 30.0) -> None:
         for proc in self.procs.values():

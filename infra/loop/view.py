@@ -15,9 +15,16 @@ class LoopView:
 
     def __init__(self, console: Console, *, enabled: bool = True) -> None:
         self.console = console
-        self.progress = Progress(TextColumn("[bold]{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=console,
-                                 disable=not enabled, transient=False)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description:<28}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not enabled,
+            transient=False,
+        )
         self._round: int | None = None
         self._bars: dict[str, TaskID] = {}
         self._printed: set[int] = set()
@@ -40,7 +47,9 @@ class LoopView:
                 self._printed.add(number)
                 self._finish(r)
                 self.progress.console.print(summary_line(r))
-        current = max((n for n, r in monitor.rounds.items() if r.started is not None and r.completed is None), default=None)
+        current = max(
+            (n for n, r in monitor.rounds.items() if r.started is not None and r.completed is None), default=None
+        )
         if current is None:
             return
         if current != self._round:
@@ -62,13 +71,25 @@ class LoopView:
     def _update(self, r: RoundProgress) -> None:
         bars = self._bars
         self.progress.update(bars["rollouts"], completed=r.ended, total=r.planned or None, note=f"{r.solved} solved")
-        self.progress.update(bars["verification"], completed=r.verified, total=r.planned or None,
-                             note=f"{r.diagnosed} failures diagnosed")
-        self.progress.update(bars["curation"], completed=r.curated, total=r.planned or None,
-                             note=f"{r.admitted} admitted, {r.rejected} rejected, {r.quarantined} quarantined")
+        self.progress.update(
+            bars["verification"],
+            completed=r.verified,
+            total=r.planned or None,
+            note=f"{r.diagnosed} failures diagnosed",
+        )
+        self.progress.update(
+            bars["curation"],
+            completed=r.curated,
+            total=r.planned or None,
+            note=f"{r.admitted} admitted, {r.rejected} rejected, {r.quarantined} quarantined",
+        )
         if r.training in ("succeeded", "failed"):
             self.progress.update(bars["training"], completed=1, total=1, note=r.model or "failed")
-        self.progress.update(bars["dev evaluation"], completed=r.dev_verified, total=r.dev_planned or None,
-                             note=f"Overall {r.dev.overall:.3f}" if r.dev else "")
+        self.progress.update(
+            bars["dev evaluation"],
+            completed=r.dev_verified,
+            total=r.dev_planned or None,
+            note=f"Overall {r.dev.overall:.3f}" if r.dev else "",
+        )
         done = 1 if r.harness in ("skipped", "rejected", "proposed") or r.harness_evals else 0
         self.progress.update(bars["harness revision"], completed=done, total=1, note=r.harness)

@@ -22,7 +22,9 @@ def _ping(url: str, timeout_s: float) -> None:
             if response.status != 200:
                 raise RegistryUnavailable(f"MLflow at {shown} answered /health with HTTP {response.status}")
     except (urllib.error.URLError, OSError) as exc:
-        raise RegistryUnavailable(f"MLflow at {shown} is unreachable (waited {timeout_s:.0f}s): {mask_credentials(str(exc))}") from exc
+        raise RegistryUnavailable(
+            f"MLflow at {shown} is unreachable (waited {timeout_s:.0f}s): {mask_credentials(str(exc))}"
+        ) from exc
 
 
 def _masked(values: dict[str, Any]) -> dict[str, str]:
@@ -33,7 +35,9 @@ def _masked(values: dict[str, Any]) -> dict[str, str]:
 class MlflowRegistry:
     """A :class:`~infra.registry.port.Registry` on MLflow's tracking store and model registry."""
 
-    def __init__(self, tracking_uri: str, *, artifact_root: Path | None = None, connect_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, tracking_uri: str, *, artifact_root: Path | None = None, connect_timeout_s: float = 10.0
+    ) -> None:
         self.url = mask_credentials(tracking_uri)  # for messages and logs; the client gets the real one
         self.artifact_root = artifact_root
         if tracking_uri.startswith(("http://", "https://")):
@@ -49,7 +53,9 @@ class MlflowRegistry:
             self._client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
             self._client.search_experiments(max_results=1)
         except Exception as exc:  # noqa: BLE001 - MLflow raises many types; all mean "not usable"
-            raise RegistryUnavailable(f"MLflow registry at {self.url} is not usable: {mask_credentials(str(exc))}") from exc
+            raise RegistryUnavailable(
+                f"MLflow registry at {self.url} is not usable: {mask_credentials(str(exc))}"
+            ) from exc
         self._experiments: dict[str, str] = {}
 
     # -- runs ---------------------------------------------------------------------------------

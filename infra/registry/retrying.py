@@ -17,8 +17,14 @@ from infra.registry.port import Registry, RegistryUnavailable
 
 log = logging.getLogger("flywheel.registry")
 
-_OUTAGE_MARKERS = ("Connection refused", "Max retries exceeded", "Failed to establish a new connection",
-                   "Connection aborted", "RemoteDisconnected", "Read timed out")
+_OUTAGE_MARKERS = (
+    "Connection refused",
+    "Max retries exceeded",
+    "Failed to establish a new connection",
+    "Connection aborted",
+    "RemoteDisconnected",
+    "Read timed out",
+)
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -57,7 +63,11 @@ class RetryingRegistry:
         def log_wait(state: RetryCallState) -> None:
             log.warning(
                 "MLflow at %s is unavailable; waiting to retry %s (attempt %d, %.1fs of %.0fs): %s",
-                self.url, method, state.attempt_number, state.seconds_since_start or 0.0, self.retry_for_s,
+                self.url,
+                method,
+                state.attempt_number,
+                state.seconds_since_start or 0.0,
+                self.retry_for_s,
                 state.outcome.exception() if state.outcome else "?",
             )
 

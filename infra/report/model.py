@@ -93,7 +93,9 @@ class RunReport:
         return {k: mask_credentials(str(v)) for k, v in self.settings.items()}
 
 
-def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, dict[str, float]] | None = None) -> RunReport:
+def build_report(
+    run_id: str, events: Iterable[Event], stage_seconds: dict[int, dict[str, float]] | None = None
+) -> RunReport:
     """Fold the run's events into one row per round (events without a round are ignored)."""
     rows: dict[int, RoundRow] = {}
     ended: dict[str, EpisodeEnded] = {}
@@ -115,7 +117,11 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             r.care_schedule, r.care_schedule_next = event.previous, event.schedule
         if isinstance(event, RolloutRequested) and (event.group_id or "").startswith(RL_GROUP_PREFIX):
             rl_requests.add(event.episode_id)
-        if isinstance(event, EpisodeStarted) and (event.group_id or "").startswith(RL_GROUP_PREFIX) and not event.parent_episode_id:
+        if (
+            isinstance(event, EpisodeStarted)
+            and (event.group_id or "").startswith(RL_GROUP_PREFIX)
+            and not event.parent_episode_id
+        ):
             rl_requests.add(request_of(event.episode_id))
         if isinstance(event, DevSetEvaluated) and event.split == "test":
             r.test_overall = event.overall
@@ -135,7 +141,9 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             ended[event.episode_id] = event
         elif isinstance(event, EpisodeVerified):
             verified[event.episode_id] = event
-        elif event.episode_id in dev_episodes and isinstance(event, (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined, FailureDiagnosed)):
+        elif event.episode_id in dev_episodes and isinstance(
+            event, (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined, FailureDiagnosed)
+        ):
             continue  # dev episodes are judged and curated too, but they are not training data
         elif isinstance(event, TrajectoryAdmitted):
             r.admitted += 1
@@ -150,18 +158,22 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             r.train_examples = int(event.metrics["train_examples"])
             r.train_examples_self = int(event.metrics.get("train_examples_self", 0))
         elif isinstance(event, ModelVersionRegistered):
-            r.models_registered.append({
-                "model": f"{event.model_name}/{event.model_version}",
-                "mlflow": event.registry_uri or f"models:/{event.model_name}/{event.model_version}",
-                "training_run_id": event.training_run_id or "",
-                "parent": event.parent_version or "",
-            })
+            r.models_registered.append(
+                {
+                    "model": f"{event.model_name}/{event.model_version}",
+                    "mlflow": event.registry_uri or f"models:/{event.model_name}/{event.model_version}",
+                    "training_run_id": event.training_run_id or "",
+                    "parent": event.parent_version or "",
+                }
+            )
         elif isinstance(event, HarnessVersionPublished):
-            r.harness_published.append({
-                "harness": event.harness_version,
-                "mlflow": f"models:/{event.harness_version}",
-                "revision_id": event.revision_id or "",
-            })
+            r.harness_published.append(
+                {
+                    "harness": event.harness_version,
+                    "mlflow": f"models:/{event.harness_version}",
+                    "revision_id": event.revision_id or "",
+                }
+            )
         elif isinstance(event, RoundCompleted):
             r.wall_time_s = event.wall_time_s
 
@@ -171,14 +183,18 @@ def build_report(run_id: str, events: Iterable[Event], stage_seconds: dict[int, 
             verdict = verified.get(episode_id)
             row(end.round).rl_episodes += 1
             row(end.round).rl_solved += verdict is not None and verdict.outcome == "success"
-        elif end.round is not None and episode_id not in dev_episodes and episode_id in verified:  # sub-agents: no verdict
+        elif (
+            end.round is not None and episode_id not in dev_episodes and episode_id in verified
+        ):  # sub-agents: no verdict
             by_round[end.round].append((end, verified.get(episode_id)))
     for number, pairs in by_round.items():
         r = row(number)
         solved = [end for end, verdict in pairs if verdict is not None and verdict.outcome == "success"]
         r.episodes, r.solved = len(pairs), len(solved)
         if solved:
-            r.tokens_per_solved = sum(e.input_tokens + e.output_tokens + e.thinking_tokens for e in solved) / len(solved)
+            r.tokens_per_solved = sum(e.input_tokens + e.output_tokens + e.thinking_tokens for e in solved) / len(
+                solved
+            )
             r.tool_calls_per_solved = sum(e.tool_calls for e in solved) / len(solved)
     for number, counts in failures.items():
         row(number).failures = dict(sorted(counts.items()))

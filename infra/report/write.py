@@ -17,11 +17,22 @@ from infra.report.model import CATEGORIES, RunReport  # noqa: E402
 def _plot_dev(report: RunReport, path: Path) -> None:
     rounds = [r.round for r in report.rounds if r.dev_overall is not None]
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
-    ax.plot(rounds, [r.dev_overall for r in report.rounds if r.dev_overall is not None], "o-", lw=2.5,
-            color="black", label="Overall")
+    ax.plot(
+        rounds,
+        [r.dev_overall for r in report.rounds if r.dev_overall is not None],
+        "o-",
+        lw=2.5,
+        color="black",
+        label="Overall",
+    )
     for cat in CATEGORIES:
-        ax.plot(rounds, [r.dev_per_category.get(cat, 0.0) for r in report.rounds if r.dev_overall is not None],
-                "o--", lw=1.2, label=cat)
+        ax.plot(
+            rounds,
+            [r.dev_per_category.get(cat, 0.0) for r in report.rounds if r.dev_overall is not None],
+            "o--",
+            lw=1.2,
+            label=cat,
+        )
     ax.set(xlabel="round", ylabel="dev success", ylim=(-0.02, 1.02), title="Dev success per round")
     ax.set_xticks(rounds)
     ax.grid(alpha=0.3)
@@ -37,8 +48,13 @@ def _plot_cost(report: RunReport, path: Path) -> None:
     if rows:
         ax.bar([r.round - 0.2 for r in rows], [r.tokens_per_solved for r in rows], width=0.4, label="tokens / solved")
         twin = ax.twinx()
-        twin.bar([r.round + 0.2 for r in rows], [r.tool_calls_per_solved for r in rows], width=0.4, color="tab:orange",
-                 label="tool calls / solved")
+        twin.bar(
+            [r.round + 0.2 for r in rows],
+            [r.tool_calls_per_solved for r in rows],
+            width=0.4,
+            color="tab:orange",
+            label="tool calls / solved",
+        )
         twin.set_ylabel("tool calls per solved task")
         ax.set_xticks([r.round for r in rows])
     ax.set(xlabel="round", ylabel="tokens per solved task", title="Cost per solved task")
@@ -51,9 +67,11 @@ def _plot_curation(report: RunReport, path: Path) -> None:
     rounds = [r.round for r in report.rounds]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=110)
     bottom = [0] * len(rounds)
-    for label, values in (("admitted", [r.admitted for r in report.rounds]),
-                          ("rejected", [r.rejected for r in report.rounds]),
-                          ("quarantined", [r.quarantined for r in report.rounds])):
+    for label, values in (
+        ("admitted", [r.admitted for r in report.rounds]),
+        ("rejected", [r.rejected for r in report.rounds]),
+        ("quarantined", [r.quarantined for r in report.rounds]),
+    ):
         left.bar(rounds, values, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, values)]
     left.set(xlabel="round", ylabel="trajectories", title="Curation decisions")
@@ -75,39 +93,61 @@ def _plot_curation(report: RunReport, path: Path) -> None:
 
 
 def _table(report: RunReport) -> str:
-    head = ("round", "dev Overall", *CATEGORIES, "episodes", "solved", "tokens/solved", "tool calls/solved",
-            "admitted", "admitted self", "train examples (self)", "rejected", "quarantined", "test Overall", "model",
-            "harness", "wall s")
+    head = (
+        "round",
+        "dev Overall",
+        *CATEGORIES,
+        "episodes",
+        "solved",
+        "tokens/solved",
+        "tool calls/solved",
+        "admitted",
+        "admitted self",
+        "train examples (self)",
+        "rejected",
+        "quarantined",
+        "test Overall",
+        "model",
+        "harness",
+        "wall s",
+    )
     rows = []
     for r in report.rounds:
         cells = (
             r.round,
             "" if r.dev_overall is None else f"{r.dev_overall:.3f}",
             *(f"{r.dev_per_category[c]:.3f}" if c in r.dev_per_category else "" for c in CATEGORIES),
-            r.episodes, r.solved,
+            r.episodes,
+            r.solved,
             "" if r.tokens_per_solved is None else f"{r.tokens_per_solved:.0f}",
             "" if r.tool_calls_per_solved is None else f"{r.tool_calls_per_solved:.1f}",
-            r.admitted, r.admitted_self,
+            r.admitted,
+            r.admitted_self,
             "" if r.train_examples is None else f"{r.train_examples} ({r.train_examples_self})",
-            r.rejected, r.quarantined,
+            r.rejected,
+            r.quarantined,
             "" if r.test_overall is None else f"{r.test_overall:.3f} ({r.test_model_version})",
-            r.dev_model_version or "", r.dev_harness_version or "",
+            r.dev_model_version or "",
+            r.dev_harness_version or "",
             "" if r.wall_time_s is None else f"{r.wall_time_s:.0f}",
         )
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    return ("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows)
-            + "</table>")
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
 
 
 def _versions(report: RunReport) -> str:
     items = []
     for r in report.rounds:
         for m in r.models_registered:
-            items.append(f"<li>round {r.round}: model <code>{html.escape(m['model'])}</code> "
-                         f"({html.escape(m['mlflow'])}, training run {html.escape(m['training_run_id'])})</li>")
+            items.append(
+                f"<li>round {r.round}: model <code>{html.escape(m['model'])}</code> "
+                f"({html.escape(m['mlflow'])}, training run {html.escape(m['training_run_id'])})</li>"
+            )
         for h in r.harness_published:
-            items.append(f"<li>round {r.round}: harness <code>{html.escape(h['harness'])}</code> "
-                         f"({html.escape(h['mlflow'])})</li>")
+            items.append(
+                f"<li>round {r.round}: harness <code>{html.escape(h['harness'])}</code> "
+                f"({html.escape(h['mlflow'])})</li>"
+            )
     return "<ul>" + "".join(items) + "</ul>" if items else "<p>none</p>"
 
 
@@ -118,7 +158,9 @@ def write_report(report: RunReport, out_dir: Path) -> Path:
     _plot_dev(report, out_dir / "dev.png")
     _plot_cost(report, out_dir / "cost.png")
     _plot_curation(report, out_dir / "curation.png")
-    settings = "".join(f"<li>{html.escape(k)} = <code>{html.escape(v)}</code></li>" for k, v in report.shown_settings().items())
+    settings = "".join(
+        f"<li>{html.escape(k)} = <code>{html.escape(v)}</code></li>" for k, v in report.shown_settings().items()
+    )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>planner-flywheel {html.escape(report.run_id)}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:100%}}</style></head><body>

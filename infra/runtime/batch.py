@@ -106,8 +106,15 @@ class BatchHandler:
             try:
                 produced = [to_record(e) for e in self.spec.handle(event, self.ports)]
             except Exception as exc:  # noqa: BLE001 - any handler failure is retried, then dead-lettered
-                log.warning("%s: %s %s failed (attempt %d/%d): %r", self.spec.name, event.event_type,
-                            event.event_id, attempt, self.max_attempts, exc)
+                log.warning(
+                    "%s: %s %s failed (attempt %d/%d): %r",
+                    self.spec.name,
+                    event.event_type,
+                    event.event_id,
+                    attempt,
+                    self.max_attempts,
+                    exc,
+                )
                 if attempt == self.max_attempts:
                     return [self._dead_letter(record, exc, attempts=attempt)]
                 time.sleep(self.retry_backoff_s * attempt)
@@ -118,10 +125,15 @@ class BatchHandler:
 
     def _dead_letter(self, record: Record, error: BaseException, *, attempts: int) -> OutgoingRecord:
         self.stats.dead_lettered += 1
-        log.error("%s: dead-lettering %s[%d]@%d: %s", self.spec.name, record.topic, record.partition,
-                  record.offset, error)
+        log.error(
+            "%s: dead-lettering %s[%d]@%d: %s", self.spec.name, record.topic, record.partition, record.offset, error
+        )
         letter = dead_letter(
-            record, error=error, attempts=attempts, group=self.spec.group, producer=self.producer,
+            record,
+            error=error,
+            attempts=attempts,
+            group=self.spec.group,
+            producer=self.producer,
             blobs=self.ports.blobs,  # type: ignore[attr-defined]
         )
         return to_record(letter)

@@ -106,7 +106,10 @@ class FastStreamConsumer:
         self._watcher: asyncio.Task[None] | None = None
         session_ms = int(target.session_timeout_s * 1000)
         self.broker = KafkaBroker(
-            target.bootstrap, client_id=f"flywheel-{spec.name}", logger=log, log_level=logging.DEBUG,
+            target.bootstrap,
+            client_id=f"flywheel-{spec.name}",
+            logger=log,
+            log_level=logging.DEBUG,
             graceful_timeout=60.0,
         )
         self.subscriber = self.broker.subscriber(
@@ -125,8 +128,11 @@ class FastStreamConsumer:
         )
         self.subscriber(self._on_batch)
         self.app = FastStream(
-            self.broker, logger=log, after_startup=[self._started],
-            on_shutdown=[self._stop_watcher], after_shutdown=[self._stop_clients],
+            self.broker,
+            logger=log,
+            after_startup=[self._started],
+            on_shutdown=[self._stop_watcher],
+            after_shutdown=[self._stop_clients],
         )
 
     @property
@@ -160,8 +166,9 @@ class FastStreamConsumer:
                 await self.publish_and_commit(tp, result.outputs, records)
                 await anyio.to_thread.run_sync(self.batches.done, result)
         except Exception:
-            log.exception("%s: batch of %d records not committed; rewinding for redelivery", self.spec.name,
-                          len(messages))
+            log.exception(
+                "%s: batch of %d records not committed; rewinding for redelivery", self.spec.name, len(messages)
+            )
             await message.nack()
             await asyncio.sleep(FAILURE_BACKOFF_S)
             return
@@ -172,8 +179,15 @@ class FastStreamConsumer:
 
     def _record(self, msg: Any) -> Record:
         headers = msg.headers
-        return Record(msg.topic.removeprefix(self.target.prefix), msg.partition, msg.offset, msg.key, msg.value,
-                      msg.timestamp, tuple(headers) if headers else ())
+        return Record(
+            msg.topic.removeprefix(self.target.prefix),
+            msg.partition,
+            msg.offset,
+            msg.key,
+            msg.value,
+            msg.timestamp,
+            tuple(headers) if headers else (),
+        )
 
     async def publish_and_commit(
         self, tp: AioTopicPartition, outputs: Sequence[OutgoingRecord], consumed: Sequence[Record]
@@ -201,7 +215,9 @@ class FastStreamConsumer:
             await reader.stop()
 
     async def _started(self) -> None:
-        log.info("%s: consuming %s as group %s (FastStream)", self.spec.name, ",".join(self.spec.topics), self.spec.group)
+        log.info(
+            "%s: consuming %s as group %s (FastStream)", self.spec.name, ",".join(self.spec.topics), self.spec.group
+        )
         self._last_activity = time.monotonic()
         self._watcher = asyncio.create_task(self._watch())
 
@@ -266,8 +282,11 @@ class FastStreamConsumer:
         """A group-less read_committed consumer for the marker check, created once on the app's loop."""
         if self._reader is None:
             self._reader = AIOKafkaConsumer(
-                bootstrap_servers=self.target.bootstrap, client_id=f"flywheel-{self.spec.name}-markers",
-                group_id=None, enable_auto_commit=False, isolation_level="read_committed",
+                bootstrap_servers=self.target.bootstrap,
+                client_id=f"flywheel-{self.spec.name}-markers",
+                group_id=None,
+                enable_auto_commit=False,
+                isolation_level="read_committed",
             )
             await self._reader.start()
         return self._reader

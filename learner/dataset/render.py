@@ -69,7 +69,11 @@ def _execution_order(log: EpisodeLog, record: EpisodeRecord) -> Iterator[tuple[E
 
 def _output(record: EpisodeRecord, step: int, read: BlobReader) -> str:
     action = record.actions.get(step)
-    ref = action.raw_output if action is not None else (record.invalid[step].raw_output if step in record.invalid else None)
+    ref = (
+        action.raw_output
+        if action is not None
+        else (record.invalid[step].raw_output if step in record.invalid else None)
+    )
     if ref is None:
         raise RenderMismatch(f"{record.episode_id} step {step}: no recorded model output")
     return read(ref.sha256).decode("utf-8")
@@ -94,7 +98,9 @@ def rerender_episode(
         config=config, policy=ScriptedPolicy(script, "replay"), blobs=blobs, events=replayed.append, skills=skills
     )
     memory = MemoryStore() if config.memory.enabled else None
-    run_episode(harness, task, SandboxBackend(), RunIds(run_id="rerender", episode_id=episode_id), memory, record.started.seed)
+    run_episode(
+        harness, task, SandboxBackend(), RunIds(run_id="rerender", episode_id=episode_id), memory, record.started.seed
+    )
     contexts = [e for e in replayed if isinstance(e, ContextBuilt)]
     if len(contexts) < len(order):
         raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")
@@ -106,5 +112,3 @@ def rerender_episode(
         messages = tuple(decode_context(blobs.data[recorded]))
         steps.append(RenderedStep(rec.episode_id, step, messages, output, step in rec.actions))
     return steps
-
-

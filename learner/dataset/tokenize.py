@@ -19,7 +19,10 @@ def tokenize_example(
     prompt_ids = window.prompt_ids(tokenizer, prompt)
     if completion_ids is None:
         completion_ids = window.completion_ids(tokenizer, completion)
-    return {"input_ids": prompt_ids + completion_ids, "completion_mask": [0] * len(prompt_ids) + [1] * len(completion_ids)}
+    return {
+        "input_ids": prompt_ids + completion_ids,
+        "completion_mask": [0] * len(prompt_ids) + [1] * len(completion_ids),
+    }
 
 
 def tokenize_examples(tokenizer: Any, window: PromptWindow, examples: Sequence[Example]):  # noqa: ANN201

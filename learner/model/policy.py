@@ -59,8 +59,16 @@ class PlannerPolicy:
 
     def with_sampling(self, temperature: float, seed: int | None) -> PlannerPolicy:
         """The same network sampled at ``temperature`` with its own seeded generator (one RL group member)."""
-        return PlannerPolicy(self.network, self.tokenizer, name=self.name, window=self.window, temperature=temperature,
-                             seed=seed, sampled=self.sampled, inference_threads=self.inference_threads)
+        return PlannerPolicy(
+            self.network,
+            self.tokenizer,
+            name=self.name,
+            window=self.window,
+            temperature=temperature,
+            seed=seed,
+            sampled=self.sampled,
+            inference_threads=self.inference_threads,
+        )
 
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         import torch

@@ -52,8 +52,10 @@ class PromptWindow:
     def __post_init__(self) -> None:
         if not 0 <= self.goal_tokens < self.max_prompt_tokens:
             raise ValueError(f"goal_tokens must be in [0, max_prompt_tokens), got {self.goal_tokens}")
-        if self.system_tokens < 0 or (self.system_tokens and (not self.goal_tokens
-                                      or self.system_tokens + self.goal_tokens >= self.max_prompt_tokens)):
+        if self.system_tokens < 0 or (
+            self.system_tokens
+            and (not self.goal_tokens or self.system_tokens + self.goal_tokens >= self.max_prompt_tokens)
+        ):
             raise ValueError("system_tokens needs goal_tokens > 0 and system_tokens + goal_tokens < max_prompt_tokens")
 
     def save(self, checkpoint: Path) -> None:

@@ -77,8 +77,15 @@ def token_samples(
             if sampled is None or not sampled.completion_ids:
                 missing += 1
                 continue
-            samples.append(TokenSample(list(sampled.prompt_ids), list(sampled.completion_ids),
-                                       list(sampled.logprobs), advantage, staleness.get(member.episode_id, 0)))
+            samples.append(
+                TokenSample(
+                    list(sampled.prompt_ids),
+                    list(sampled.completion_ids),
+                    list(sampled.logprobs),
+                    advantage,
+                    staleness.get(member.episode_id, 0),
+                )
+            )
         if missing:
             _log.warning("rl: %s: %d turns without behaviour log-probs (not trained on)", member.episode_id, missing)
     return samples

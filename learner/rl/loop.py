@@ -117,8 +117,13 @@ class _Batch:
 
 
 def request_rollouts(
-    tasks: Sequence[TaskSpecified], policy_ref: str, harness_version: str, settings: RlSettings, run_id: str,
-    round: int, step: int,
+    tasks: Sequence[TaskSpecified],
+    policy_ref: str,
+    harness_version: str,
+    settings: RlSettings,
+    run_id: str,
+    round: int,
+    step: int,
 ) -> list[RolloutRequested]:
     """One request per task asking for a group of G sampled episodes of ``policy_ref``."""
     return [
@@ -179,8 +184,9 @@ def run_steps(
 
     def send(step: int) -> _Batch:
         ref = state.policy_ref or state.publish_weights()
-        requests = request_rollouts(cycle.take(settings.tasks_per_step), ref, harness_version, settings, run_id,
-                                    round, step)
+        requests = request_rollouts(
+            cycle.take(settings.tasks_per_step), ref, harness_version, settings, run_id, round, step
+        )
         publish_all(ports.bus, requests)
         return _Batch(step, ref, requests)
 
@@ -205,7 +211,9 @@ def run_steps(
         scoring_s = perf_counter() - started
 
         started = perf_counter()
-        stats = grpo_update(state.model, state.optimizer, samples, settings, state.tokenizer.pad_token_id, state.reference)
+        stats = grpo_update(
+            state.model, state.optimizer, samples, settings, state.tokenizer.pad_token_id, state.reference
+        )
         state.step += 1
         state.policy_ref = None  # new weights: saved when the next batch is requested
         update_s = perf_counter() - started
@@ -213,29 +221,56 @@ def run_steps(
         used += [m.episode_id for m in members]
         solved = [r for r in rollouts if r.succeeded]
         step_report = RlStepReport(
-            rollout_s=rollout_s, scoring_s=scoring_s, update_s=update_s, episodes=len(rollouts),
-            success_rate=len(solved) / max(1, len(rollouts)), mean_reward=report[0], groups_used=report[1],
-            samples=len(samples), loss=stats.loss, kl=stats.kl, policy_version=batch.policy_ref,
-            staleness=float(staleness) if rollouts else 0.0, mean_abs_log_ratio=stats.mean_abs_log_ratio,
-            clip_fraction=stats.clip_fraction, tokens=stats.tokens,
-            solved_tokens=sum(r.cost.output_tokens + r.cost.thinking_tokens for r in solved) / len(solved) if solved else None,
+            rollout_s=rollout_s,
+            scoring_s=scoring_s,
+            update_s=update_s,
+            episodes=len(rollouts),
+            success_rate=len(solved) / max(1, len(rollouts)),
+            mean_reward=report[0],
+            groups_used=report[1],
+            samples=len(samples),
+            loss=stats.loss,
+            kl=stats.kl,
+            policy_version=batch.policy_ref,
+            staleness=float(staleness) if rollouts else 0.0,
+            mean_abs_log_ratio=stats.mean_abs_log_ratio,
+            clip_fraction=stats.clip_fraction,
+            tokens=stats.tokens,
+            solved_tokens=sum(r.cost.output_tokens + r.cost.thinking_tokens for r in solved) / len(solved)
+            if solved
+            else None,
             solved_tool_calls=sum(r.cost.tool_calls for r in solved) / len(solved) if solved else None,
         )
-        _log.info("rl step %d: %d episodes, success %.2f, %d samples, staleness %d, |log ratio| %.4f, clip %.3f",
-                  i, len(rollouts), step_report.success_rate, len(samples), staleness, stats.mean_abs_log_ratio,
-                  stats.clip_fraction)
+        _log.info(
+            "rl step %d: %d episodes, success %.2f, %d samples, staleness %d, |log ratio| %.4f, clip %.3f",
+            i,
+            len(rollouts),
+            step_report.success_rate,
+            len(samples),
+            staleness,
+            stats.mean_abs_log_ratio,
+            stats.clip_fraction,
+        )
         reports.append(step_report)
         if on_step is not None:
             on_step(step_report)
     return reports, used
 
 
-def _score(state: RlState, members: list[Member], rollouts: list[Rollout], settings: RlSettings, ports: Ports,
-           reader: RolloutReader) -> tuple[tuple[float, int], list]:
+def _score(
+    state: RlState,
+    members: list[Member],
+    rollouts: list[Rollout],
+    settings: RlSettings,
+    ports: Ports,
+    reader: RolloutReader,
+) -> tuple[tuple[float, int], list]:
     """CARE rewards -> calibrated group advantages -> token samples; ((mean reward, groups used), samples)."""
     state.competence = measure_competence(((r.capability, r.succeeded) for r in rollouts), state.competence)
     rewards = {
-        r.episode_id: shaped_reward(r.succeeded, r.score, r.cost, state.competence.get(r.capability, 0.0), state.schedule)
+        r.episode_id: shaped_reward(
+            r.succeeded, r.score, r.cost, state.competence.get(r.capability, 0.0), state.schedule
+        )
         for r in rollouts
     }
     scored = [Scored(r.episode_id, r.group_id, r.capability, rewards[r.episode_id].total) for r in rollouts]

@@ -97,7 +97,9 @@ class RolloutReader:
                 return None
             if ended.reason == "abandoned":  # a worker died mid-episode; the member re-ran as attempt + 1
                 continue
-            verdict = next((e for e in self.verdicts.by_episode.get(episode_id, []) if isinstance(e, EpisodeVerified)), None)
+            verdict = next(
+                (e for e in self.verdicts.by_episode.get(episode_id, []) if isinstance(e, EpisodeVerified)), None
+            )
             started = next((e for e in events if isinstance(e, EpisodeStarted)), None)
             if verdict is None or started is None:
                 return None
@@ -116,8 +118,9 @@ class RolloutReader:
                     turns.extend(self._actions(child, depth + 1))
         return turns
 
-    def wait(self, requests: Sequence[RolloutRequested], *, timeout_s: float, pump: Pump | None = None,
-             poll_s: float = 0.2) -> list[list[Member]]:
+    def wait(
+        self, requests: Sequence[RolloutRequested], *, timeout_s: float, pump: Pump | None = None, poll_s: float = 0.2
+    ) -> list[list[Member]]:
         """Every request's judged members once all are in (or at the timeout: the complete groups only)."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -134,8 +137,13 @@ class RolloutReader:
                 return groups
             if time.monotonic() > deadline:
                 complete = [g for g, r in zip(groups, requests) if len(g) == r.group_size]
-                _log.warning("rl: %d of %d groups still running after %.0fs; training on the %d complete ones",
-                             pending, len(requests), timeout_s, len(complete))
+                _log.warning(
+                    "rl: %d of %d groups still running after %.0fs; training on the %d complete ones",
+                    pending,
+                    len(requests),
+                    timeout_s,
+                    len(complete),
+                )
                 return complete
             if not worked:
                 time.sleep(poll_s)

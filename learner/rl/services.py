@@ -26,7 +26,9 @@ class LocalServices:
         envs = EnvironmentPool()
         envs.register("sandbox", SandboxBackend, 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
-        self.worker = RolloutWorker(ports, envs, name="rl-worker", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0)
+        self.worker = RolloutWorker(
+            ports, envs, name="rl-worker", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0
+        )
         self.verifier = ConsumerRunner(build("verifier"), ports, state_dir=state_dir)
 
     @property

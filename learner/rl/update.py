@@ -81,5 +81,11 @@ def grpo_update(
     torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
     optimizer.step()
     model.train(was_training)
-    return UpdateStats(loss_sum, kl_sum / total_tokens, clipped / total_tokens, int(total_tokens),
-                       abs_log_ratio / total_tokens, max_ratio)
+    return UpdateStats(
+        loss_sum,
+        kl_sum / total_tokens,
+        clipped / total_tokens,
+        int(total_tokens),
+        abs_log_ratio / total_tokens,
+        max_ratio,
+    )

@@ -80,7 +80,9 @@ def _trainer_class(fused_lm_head: bool) -> Any:
         return SFTTrainer
 
     class ModelLossSFTTrainer(SFTTrainer):
-        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None) -> Any:
+        def compute_loss(
+            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
             return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
 
     return ModelLossSFTTrainer
@@ -144,7 +146,8 @@ def train_sft(
             callbacks=[
                 *([_progress_callback(on_step)] if on_step else []),
                 *([_deadline_callback(time_budget_s)] if time_budget_s is not None else []),
-            ] or None,
+            ]
+            or None,
         )
         started = perf_counter()
         output = trainer.train()

@@ -189,8 +189,13 @@ class LeanEvidence:
 
     def full(self) -> Evidence:
         """The v1 (full-state) form, e.g. to hand to code that wants an :class:`Evidence`."""
-        return Evidence.model_construct(backend=self.backend, initial_state=self.initial_state,
-                                        final_state=self.final_state, calls=self.calls, state_hash=self.state_hash)
+        return Evidence.model_construct(
+            backend=self.backend,
+            initial_state=self.initial_state,
+            final_state=self.final_state,
+            calls=self.calls,
+            state_hash=self.state_hash,
+        )
 
 
 def decode_evidence(data: bytes, blobs: BlobGet) -> Evidence | LeanEvidence:

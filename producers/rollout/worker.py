@@ -156,7 +156,9 @@ class RolloutWorker:
         try:
             self.consumer.commit([record])
         except BusWriteError as exc:
-            log.warning("%s: request %s[%d]@%d not committed: %s", self.name, record.topic, record.partition, record.offset, exc)
+            log.warning(
+                "%s: request %s[%d]@%d not committed: %s", self.name, record.topic, record.partition, record.offset, exc
+            )
             self._next_offset.pop(tp, None)
             return
         self._next_offset[tp] = record.offset + 1
@@ -169,8 +171,13 @@ class RolloutWorker:
         history = {m: MemberHistory() for m in range(request.group_size)}
         if may_be_redelivered:
             history = self._settled_history(request)
-        log.info("%s: request %s (task %s), checked against the log: %s", self.name, request.episode_id,
-                 request.task_id, may_be_redelivered)
+        log.info(
+            "%s: request %s (task %s), checked against the log: %s",
+            self.name,
+            request.episode_id,
+            request.task_id,
+            may_be_redelivered,
+        )
         group_id = request.group_id or (f"grp-{request.episode_id}" if request.group_size > 1 else None)
         for member, past in sorted(history.items()):
             if past.completed:
@@ -188,8 +195,13 @@ class RolloutWorker:
                 episode_id=episode_id_for(request, member, attempt),
             )
             harness = Harness(
-                config, _sampling(policy_for(task), request, member), self.ports.blobs, self.sink, self.skills,
-                producer=PRODUCER, version_label=label,
+                config,
+                _sampling(policy_for(task), request, member),
+                self.ports.blobs,
+                self.sink,
+                self.skills,
+                producer=PRODUCER,
+                version_label=label,
             )
             try:
                 with self.pool.lease(request.backend, self.name) as backend:

@@ -49,4 +49,8 @@ def suite_stats(tasks: Iterable[TaskSpecified]) -> dict[str, object]:
     counts: dict[str, Counter[str]] = {}
     for task in tasks:
         counts.setdefault(task.category, Counter())[task.split] += 1
-    return {"apps": len(APP_NAMES), "tools": len(TOOLS), "tasks": {c: dict(sorted(s.items())) for c, s in sorted(counts.items())}}
+    return {
+        "apps": len(APP_NAMES),
+        "tools": len(TOOLS),
+        "tasks": {c: dict(sorted(s.items())) for c, s in sorted(counts.items())},
+    }

@@ -30,7 +30,19 @@ class Episode:
 
 
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower())) - {"my", "i", "the", "a", "is", "at", "what", "who", "do", "to", "of"}
+    return set(re.findall(r"[a-z0-9]+", text.lower())) - {
+        "my",
+        "i",
+        "the",
+        "a",
+        "is",
+        "at",
+        "what",
+        "who",
+        "do",
+        "to",
+        "of",
+    }
 
 
 def recall(task: TaskSpecified, read: MemoryRead) -> Observation:
@@ -42,7 +54,11 @@ def recall(task: TaskSpecified, read: MemoryRead) -> Observation:
 
 def load_skill(read: SkillLoad) -> Observation:
     skill = SKILLS.get(read.name)
-    return Observation(result=skill.body) if skill else Observation(error=ToolError(code="not_found", message=f"no skill named {read.name!r}"))
+    return (
+        Observation(result=skill.body)
+        if skill
+        else Observation(error=ToolError(code="not_found", message=f"no skill named {read.name!r}"))
+    )
 
 
 def run_episode(backend: SandboxBackend, task: TaskSpecified, policy: Policy, max_steps: int = 60) -> Episode:

@@ -56,7 +56,9 @@ def make_task(template: Template, run_id: str, seed: int, split: Split, k: int) 
         split=split,
         backend="sandbox",
         criteria=inst.criteria,
-        source=TaskSource(kind="template", template_id=template.id, instance_key=key, generator=f"sandbox-tasks/{VERSION}"),
+        source=TaskSource(
+            kind="template", template_id=template.id, instance_key=key, generator=f"sandbox-tasks/{VERSION}"
+        ),
         skills=list(template.skills),
         budgets=Budgets(max_steps=10 + 10 * template.difficulty),
     )
@@ -64,4 +66,9 @@ def make_task(template: Template, run_id: str, seed: int, split: Split, k: int) 
 
 def build_task_suite(run_id: str, seed: int = 0) -> list[TaskSpecified]:
     """All template instances for all splits, in a stable order."""
-    return [make_task(t, run_id, seed, split, k) for t in TEMPLATES.values() for split in SPLITS for k in range(PER_SPLIT[split])]
+    return [
+        make_task(t, run_id, seed, split, k)
+        for t in TEMPLATES.values()
+        for split in SPLITS
+        for k in range(PER_SPLIT[split])
+    ]

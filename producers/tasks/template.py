@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Literal
 
 from bus_schemas.actions import Finish, MemoryRead, SkillLoad, ToolCall
-from bus_schemas.events.tasks import AnswerCriterion, CapabilityTag, CompletionCriterion, MemoryFact, NoCollateralCriterion, StateCriterion
+from bus_schemas.events.tasks import (
+    AnswerCriterion,
+    CapabilityTag,
+    CompletionCriterion,
+    MemoryFact,
+    NoCollateralCriterion,
+    StateCriterion,
+)
 from producers.backends.base import Observation
 from producers.backends.sandbox.pools import SPLITS, Split
 from producers.backends.sandbox.world import State
@@ -72,24 +79,38 @@ def pay(name: str, amount: float, note: str) -> Solver:
 
 
 def exists(cid: str, description: str, path: str, where: dict[str, Any], new: bool = True) -> StateCriterion:
-    return StateCriterion(id=cid, description=description, predicate="state.exists", params={"path": path, "where": where, "new": new})
+    return StateCriterion(
+        id=cid, description=description, predicate="state.exists", params={"path": path, "where": where, "new": new}
+    )
 
 
 def absent(cid: str, description: str, path: str, where: dict[str, Any]) -> StateCriterion:
-    return StateCriterion(id=cid, description=description, predicate="state.absent", params={"path": path, "where": where})
+    return StateCriterion(
+        id=cid, description=description, predicate="state.absent", params={"path": path, "where": where}
+    )
 
 
-def equals(cid: str, description: str, path: str, *, value: Any = None, where: dict[str, Any] | None = None) -> StateCriterion:
+def equals(
+    cid: str, description: str, path: str, *, value: Any = None, where: dict[str, Any] | None = None
+) -> StateCriterion:
     params: dict[str, Any] = {"path": path, "where": where} if where is not None else {"path": path, "value": value}
     return StateCriterion(id=cid, description=description, predicate="state.equals", params=params)
 
 
-def answer(expected: list[str], match: Literal["exact", "normalized", "contains", "numeric"] = "normalized", tolerance: float | None = None) -> AnswerCriterion:
-    return AnswerCriterion(id="answer", description="the final answer is right", expected=expected, match=match, tolerance=tolerance)
+def answer(
+    expected: list[str],
+    match: Literal["exact", "normalized", "contains", "numeric"] = "normalized",
+    tolerance: float | None = None,
+) -> AnswerCriterion:
+    return AnswerCriterion(
+        id="answer", description="the final answer is right", expected=expected, match=match, tolerance=tolerance
+    )
 
 
 def only(*paths: str) -> NoCollateralCriterion:
-    return NoCollateralCriterion(id="no_collateral", description="nothing outside the task's scope changed", allowed_paths=list(paths))
+    return NoCollateralCriterion(
+        id="no_collateral", description="nothing outside the task's scope changed", allowed_paths=list(paths)
+    )
 
 
 def memory(*facts: str) -> list[MemoryFact]:

@@ -18,17 +18,32 @@ DETERMINISTIC = ("verifier", "curator", "diagnoser")
 
 def small_loop(tmp_path: Path) -> LoopConfig:
     base = LearnerConfig()
-    learner = base.model_copy(update={
-        "sft": base.sft.model_copy(update={"max_steps": 40}),
-        "continued_sft": base.continued_sft.model_copy(update={"max_steps": 10}),
-        "dev_per_category": 2,
-        "cold_start_seeds": 1,
-        "work_dir": tmp_path / "learner",
-    })
-    return LoopConfig(rounds=2, first_round_rollouts=48, rollouts_per_round=8, min_admitted_for_training=8,
-                      learner=learner, out_dir=tmp_path / "runs", stall_timeout_s=300,
-                      auto_approve=("add_instruction", "edit_instruction", "add_skill", "edit_skill", "set_memory_policy",
-                                    "set_budgets"))
+    learner = base.model_copy(
+        update={
+            "sft": base.sft.model_copy(update={"max_steps": 40}),
+            "continued_sft": base.continued_sft.model_copy(update={"max_steps": 10}),
+            "dev_per_category": 2,
+            "cold_start_seeds": 1,
+            "work_dir": tmp_path / "learner",
+        }
+    )
+    return LoopConfig(
+        rounds=2,
+        first_round_rollouts=48,
+        rollouts_per_round=8,
+        min_admitted_for_training=8,
+        learner=learner,
+        out_dir=tmp_path / "runs",
+        stall_timeout_s=300,
+        auto_approve=(
+            "add_instruction",
+            "edit_instruction",
+            "add_skill",
+            "edit_skill",
+            "set_memory_policy",
+            "set_budgets",
+        ),
+    )
 
 
 def run_events(ports: Ports, run_id: str) -> list:
@@ -57,7 +72,9 @@ def check_run(ports: Ports, run_id: str, report_dir: Path) -> None:
         assert version.tags["harness_version"] and "dev_overall" in version.tags
         lineage = ports.registry.load_dict(version.run_id, "lineage.json")
         assert lineage["source_offsets"] and all(v >= 0 for v in lineage["source_offsets"].values())
-    harness = ports.registry.resolve(started[0].harness_version.replace("/", "@production").split("@")[0] + "@production")
+    harness = ports.registry.resolve(
+        started[0].harness_version.replace("/", "@production").split("@")[0] + "@production"
+    )
     assert harness.name == started[0].harness_version.split("/")[0]
     assert not [e for e in decodable(ports.bus.replay("dead-letters"))]
     report = replay_verify(ports, {n: CONSUMERS[n] for n in DETERMINISTIC}, Scope())

@@ -24,8 +24,14 @@ RL_STEPS, GROUP, TASKS_PER_STEP = 2, 2, 2
 def small_rl_loop(tmp_path: Path, algorithm: str) -> LoopConfig:
     """``small_loop`` with 2 GRPO steps of 2 tasks x G=2 in round 1 (and, mixed, 10 continued-SFT steps first)."""
     base = small_loop(tmp_path)
-    rl = base.learner.rl.model_copy(update={"steps_per_round": RL_STEPS, "group_size": GROUP,
-                                            "tasks_per_step": TASKS_PER_STEP, "rollout_timeout_s": 600})
+    rl = base.learner.rl.model_copy(
+        update={
+            "steps_per_round": RL_STEPS,
+            "group_size": GROUP,
+            "tasks_per_step": TASKS_PER_STEP,
+            "rollout_timeout_s": 600,
+        }
+    )
     return base.model_copy(update={"algorithm": algorithm, "learner": base.learner.model_copy(update={"rl": rl})})
 
 
@@ -36,8 +42,11 @@ def check_rl(ports: Ports, run_id: str, report_dir: Path, algorithm: str) -> Non
     requests = [e for e in events if isinstance(e, RolloutRequested) and (e.group_id or "").startswith("grpo:")]
     assert len(requests) == RL_STEPS * TASKS_PER_STEP and {r.round for r in requests} == {1}
     assert all(r.group_size == GROUP and r.temperature and r.policy_version.startswith("local:") for r in requests)
-    members = {e.episode_id for e in events if isinstance(e, EpisodeStarted) and (e.group_id or "").startswith("grpo:")
-               and e.parent_episode_id is None}
+    members = {
+        e.episode_id
+        for e in events
+        if isinstance(e, EpisodeStarted) and (e.group_id or "").startswith("grpo:") and e.parent_episode_id is None
+    }
     assert len(members) == RL_STEPS * TASKS_PER_STEP * GROUP
     verified = {e.episode_id for e in events if isinstance(e, EpisodeVerified)}
     assert members <= verified  # judged by the verifier consumer, not by the learner

@@ -16,8 +16,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    settings = load_settings(bus=f"sqlite:///{tmp_path}/bus.db", blobs=f"file:///{tmp_path}/blobs",
-                             registry=f"sqlite:///{tmp_path}/mlflow.db")
+    settings = load_settings(
+        bus=f"sqlite:///{tmp_path}/bus.db",
+        blobs=f"file:///{tmp_path}/blobs",
+        registry=f"sqlite:///{tmp_path}/mlflow.db",
+    )
     result = run_loop(settings, small_loop(tmp_path), run_id="e2e-embedded", show_progress=False)
     assert result.bus_url.endswith("?namespace=e2e-embedded") and result.dead_letters == 0
     assert [r.round for r in result.rounds] == [0, 1] and all(r.dev is not None for r in result.rounds)

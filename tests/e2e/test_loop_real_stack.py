@@ -27,18 +27,49 @@ def test_two_rounds_with_every_consumer_as_a_process_on_the_real_stack(real_stac
     config = tmp_path / "loop.json"
     config.write_text(small_loop(tmp_path).model_dump_json())
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli.main", "run", "--spawn-consumers", f"--config={config}", f"--run-id={run_id}",
-         "--no-progress", *(f"--{k}={v}" for k, v in urls.items())],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=1100,
+        [
+            sys.executable,
+            "-m",
+            "infra.cli.main",
+            "run",
+            "--spawn-consumers",
+            f"--config={config}",
+            f"--run-id={run_id}",
+            "--no-progress",
+            *(f"--{k}={v}" for k, v in urls.items()),
+        ],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=1100,
     )
     logs = tmp_path / "runs" / run_id / "logs"
-    tails = "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in sorted(logs.glob("*.log"))) if logs.exists() else ""
+    tails = (
+        "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in sorted(logs.glob("*.log")))
+        if logs.exists()
+        else ""
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:] + tails
     assert "dev Overall per round:" in proc.stdout
     assert sorted(p.name for p in logs.glob("*.log")) == sorted(
-        f"{n}.log" for n in ("round_controller", "reweighter", "task_constructor", "verifier", "diagnoser", "curator",
-                             "trainer", "dev_evaluator", "harness_reviser", "rollout-worker"))
-    ports = open_ports(load_settings(bus=f"{urls['bus']}?namespace={run_id}", blobs=urls["blobs"], registry=urls["registry"]))
+        f"{n}.log"
+        for n in (
+            "round_controller",
+            "reweighter",
+            "task_constructor",
+            "verifier",
+            "diagnoser",
+            "curator",
+            "trainer",
+            "dev_evaluator",
+            "harness_reviser",
+            "rollout-worker",
+        )
+    )
+    ports = open_ports(
+        load_settings(bus=f"{urls['bus']}?namespace={run_id}", blobs=urls["blobs"], registry=urls["registry"])
+    )
     try:
         check_run(ports, run_id, tmp_path / "runs" / run_id)
     finally:

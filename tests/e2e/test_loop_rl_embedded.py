@@ -18,8 +18,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 def test_rl_and_mixed_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch, algorithm):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_id = f"e2e-{algorithm}-embedded"
-    settings = load_settings(bus=f"sqlite:///{tmp_path}/bus.db", blobs=f"file:///{tmp_path}/blobs",
-                             registry=f"sqlite:///{tmp_path}/mlflow.db")
+    settings = load_settings(
+        bus=f"sqlite:///{tmp_path}/bus.db",
+        blobs=f"file:///{tmp_path}/blobs",
+        registry=f"sqlite:///{tmp_path}/mlflow.db",
+    )
     result = run_loop(settings, small_rl_loop(tmp_path, algorithm), run_id=run_id, show_progress=False)
     assert result.dead_letters == 0 and [r.round for r in result.rounds] == [0, 1]
     assert result.rounds[1].rl_steps == 2 and result.rounds[1].rl_episodes == 8

@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("algorithm", ["rl", "mixed"])
-def test_rl_and_mixed_rounds_with_every_consumer_as_a_process_on_the_real_stack(real_stack, unique, tmp_path, algorithm):
+def test_rl_and_mixed_rounds_with_every_consumer_as_a_process_on_the_real_stack(
+    real_stack, unique, tmp_path, algorithm
+):
     run_id = f"e2e-{algorithm}-stack-{unique}"
     urls = {
         "bus": f"kafka://{real_stack.host}:{real_stack.kafka_port}",
@@ -30,15 +32,34 @@ def test_rl_and_mixed_rounds_with_every_consumer_as_a_process_on_the_real_stack(
     config = tmp_path / "loop.json"
     config.write_text(small_rl_loop(tmp_path, algorithm).model_dump_json())
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli.main", "run", "--spawn-consumers", f"--config={config}", f"--run-id={run_id}",
-         "--no-progress", *(f"--{k}={v}" for k, v in urls.items())],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=1100,
+        [
+            sys.executable,
+            "-m",
+            "infra.cli.main",
+            "run",
+            "--spawn-consumers",
+            f"--config={config}",
+            f"--run-id={run_id}",
+            "--no-progress",
+            *(f"--{k}={v}" for k, v in urls.items()),
+        ],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=1100,
     )
     logs = tmp_path / "runs" / run_id / "logs"
-    tails = "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in sorted(logs.glob("*.log"))) if logs.exists() else ""
+    tails = (
+        "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in sorted(logs.glob("*.log")))
+        if logs.exists()
+        else ""
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:] + tails
     assert "GRPO steps" in proc.stdout
-    ports = open_ports(load_settings(bus=f"{urls['bus']}?namespace={run_id}", blobs=urls["blobs"], registry=urls["registry"]))
+    ports = open_ports(
+        load_settings(bus=f"{urls['bus']}?namespace={run_id}", blobs=urls["blobs"], registry=urls["registry"])
+    )
     try:
         check_run(ports, run_id, tmp_path / "runs" / run_id)
         check_rl(ports, run_id, tmp_path / "runs" / run_id, algorithm)

@@ -87,7 +87,10 @@ def test_adversarial_outputs_get_structured_errors_and_change_nothing_else(no_pr
     events, backend = Events(), SandboxBackend()
     harness = Harness(
         # a token budget the megabyte reply cannot exhaust, so the parse-error path is what is tested
-        config=HarnessConfig(budgets=HarnessBudgets(max_total_tokens=5_000_000)), policy=ScriptedPolicy(script, "adversary"), blobs=Blobs(), events=events,
+        config=HarnessConfig(budgets=HarnessBudgets(max_total_tokens=5_000_000)),
+        policy=ScriptedPolicy(script, "adversary"),
+        blobs=Blobs(),
+        events=events,
         skills=SkillLibrary.from_dir(SKILLS_DIR),
     )
     outcome = run_episode(harness, task, backend, RunIds(run_id="adversarial"))

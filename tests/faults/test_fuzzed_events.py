@@ -71,19 +71,30 @@ def test_fuzzed_records_never_crash_a_consumer_and_each_is_dead_lettered(tmp_pat
 
     handled: list[str] = []
     spec = ConsumerSpec(name="fuzz-sink", topics=("tasks",), handle=lambda e, p: handled.append(e.event_id) or [])
-    runner = ConsumerRunner(spec, Ports(bus=bus, blobs=FileBlobStore(tmp_path / "blobs"), registry=None),
-                            state_dir=tmp_path / "state", batch_size=500)
+    runner = ConsumerRunner(
+        spec,
+        Ports(bus=bus, blobs=FileBlobStore(tmp_path / "blobs"), registry=None),
+        state_dir=tmp_path / "state",
+        batch_size=500,
+    )
     runner.run(idle_exit_s=2.0)
     runner.close()
 
     letters = [from_record(r) for r in bus.replay("dead-letters")]
     assert all(isinstance(d, DeadLettered) for d in letters)
-    print(f"\nfuzz: cases={CASES} rejected={rejected} dead_lettered={len(letters)} crashes=0 "
-          f"reasons={sorted({d.error_type for d in letters})}")
+    print(
+        f"\nfuzz: cases={CASES} rejected={rejected} dead_lettered={len(letters)} crashes=0 "
+        f"reasons={sorted({d.error_type for d in letters})}"
+    )
     assert rejected > CASES * 0.8, "the mutations must mostly be invalid, or the test proves little"
     assert len(letters) == rejected
     assert all(d.error and d.consumer_group == spec.group for d in letters)
-    assert {d.error_type for d in letters} <= {"MalformedEvent", "UnknownEventType", "UnsupportedSchemaVersion",
-                                                "PayloadTooLarge", "EnvelopeMismatch"}  # a valid event on another type's topic
+    assert {d.error_type for d in letters} <= {
+        "MalformedEvent",
+        "UnknownEventType",
+        "UnsupportedSchemaVersion",
+        "PayloadTooLarge",
+        "EnvelopeMismatch",
+    }  # a valid event on another type's topic
     assert set(handled) >= {e.event_id for e in good}
     assert sum(lag.lag for lag in bus.lag(spec.group, ["tasks"])) == 0

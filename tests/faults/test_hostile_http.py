@@ -33,8 +33,13 @@ pytestmark = [pytest.mark.unit, pytest.mark.timeout(120)]
 
 TOKEN = "hostile-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SCRIPTED = {"kind": "scripted", "actions": [ToolCall(name="notes.add", args={"text": "x"}).model_dump(mode="json"),
-                                            Finish(answer="done").model_dump(mode="json")]}
+SCRIPTED = {
+    "kind": "scripted",
+    "actions": [
+        ToolCall(name="notes.add", args={"text": "x"}).model_dump(mode="json"),
+        Finish(answer="done").model_dump(mode="json"),
+    ],
+}
 
 
 class SlowPolicy:
@@ -50,14 +55,21 @@ class SlowPolicy:
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         self.calls += 1
         self.gate.wait(timeout=30)
-        action = ToolCall(name="notes.add", args={"text": "again"}) if self.calls < self.steps else Finish(answer="late")
+        action = (
+            ToolCall(name="notes.add", args={"text": "again"}) if self.calls < self.steps else Finish(answer="late")
+        )
         return PolicyOutput(text=render_action(action), input_tokens=1, output_tokens=1)
 
 
 def _deps(limits: RequestLimits | None = None, policy: SlowPolicy | None = None) -> ServiceDeps:
     entry = BackendEntry(make=NotesBackend, kind="sandbox", tools=NOTE_TOOLS)
-    return ServiceDeps(token=TOKEN, backends={"toy": entry}, blobs=MemoryBlobs(), limits=limits or RequestLimits(),
-                       default_policy=(lambda: policy) if policy is not None else None)
+    return ServiceDeps(
+        token=TOKEN,
+        backends={"toy": entry},
+        blobs=MemoryBlobs(),
+        limits=limits or RequestLimits(),
+        default_policy=(lambda: policy) if policy is not None else None,
+    )
 
 
 @pytest.fixture
@@ -138,8 +150,7 @@ def test_a_validation_error_never_echoes_a_long_input(client: TestClient) -> Non
 
 def test_an_oversized_body_is_refused_before_it_is_read(serve) -> None:
     served = serve(_deps(RequestLimits(max_body_bytes=64 * 1024)))
-    head = (b"POST /v1/episodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 104857600\r\n")
+    head = b"POST /v1/episodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n"
     started = time.monotonic()
     assert _raw(served.port, head + b"\r\n").startswith(b"HTTP/1.1 401")  # no token: 401, body never read
     assert _raw(served.port, head + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()).startswith(b"HTTP/1.1 413")
@@ -162,8 +173,10 @@ def test_episodes_beyond_the_pool_get_503_with_retry_after(serve) -> None:
     served = serve(_deps(RequestLimits(max_episodes=2), SlowPolicy(gate)))
     try:
         with httpx.Client(timeout=10) as first, httpx.Client(timeout=10) as second:
-            streams = [c.stream("POST", f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH)
-                       for c in (first, second)]
+            streams = [
+                c.stream("POST", f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH)
+                for c in (first, second)
+            ]
             responses = [s.__enter__() for s in streams]
             assert [r.status_code for r in responses] == [200, 200]
             third = httpx.post(f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH)
@@ -179,8 +192,9 @@ def test_healthz_answers_while_45_slow_episodes_run(serve) -> None:
     served = serve(_deps(RequestLimits(max_episodes=64), SlowPolicy(gate)), ServerLimits(limit_concurrency=200))
 
     def one_episode(_: int) -> int:
-        with httpx.stream("POST", f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH,
-                          timeout=30) as response:
+        with httpx.stream(
+            "POST", f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH, timeout=30
+        ) as response:
             lines = response.iter_lines()  # held: a dropped iterator closes the connection
             next(lines)
             gate.wait(timeout=30)
@@ -200,8 +214,9 @@ def test_an_episode_stops_calling_the_policy_when_its_client_goes_away(serve) ->
     gate = threading.Event()
     policy = SlowPolicy(gate, steps=50)
     served = serve(_deps(RequestLimits(max_episodes=1), policy))
-    with httpx.stream("POST", f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH,
-                      timeout=10) as response:
+    with httpx.stream(
+        "POST", f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x"}, headers=AUTH, timeout=10
+    ) as response:
         lines = response.iter_lines()  # held until the with block ends: then the client goes away
         assert orjson.loads(next(lines))["event_type"] == "EpisodeStarted"
         deadline = time.monotonic() + 10
@@ -211,8 +226,12 @@ def test_an_episode_stops_calling_the_policy_when_its_client_goes_away(serve) ->
     gate.set()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # the pool slot comes back once the episode has ended
-        if httpx.post(f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x", "policy": SCRIPTED},
-                      headers=AUTH).status_code == 200:
+        if (
+            httpx.post(
+                f"{served.url}/v1/episodes", json={"backend": "toy", "goal": "x", "policy": SCRIPTED}, headers=AUTH
+            ).status_code
+            == 200
+        ):
             break
         time.sleep(0.1)
     else:
@@ -248,6 +267,8 @@ def test_a_client_dripping_its_headers_is_disconnected(serve) -> None:
 
 
 def test_the_server_caps_concurrency_and_header_size() -> None:
-    config = server_config(create_app(_deps()), "127.0.0.1", 0, ServerLimits(limit_concurrency=7, max_header_bytes=4096))
+    config = server_config(
+        create_app(_deps()), "127.0.0.1", 0, ServerLimits(limit_concurrency=7, max_header_bytes=4096)
+    )
     assert config.limit_concurrency == 7 and config.h11_max_incomplete_event_size == 4096
     assert config.timeout_keep_alive == 5

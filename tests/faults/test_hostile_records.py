@@ -91,8 +91,13 @@ def test_encode_refuses_what_decode_would_refuse() -> None:
     for _ in range(MAX_NESTING_DEPTH + 1):
         deep = [deep]
     task = build_examples()["TaskSpecified"]
-    event = task.model_copy(update={"initial_conditions": task.initial_conditions.model_copy(
-        update={"fixtures": {"/notes/notes/n1": {"deep": deep}}})})
+    event = task.model_copy(
+        update={
+            "initial_conditions": task.initial_conditions.model_copy(
+                update={"fixtures": {"/notes/notes/n1": {"deep": deep}}}
+            )
+        }
+    )
     with pytest.raises(MalformedEvent, match="nests arrays/objects"):
         encode(event)
 
@@ -105,7 +110,11 @@ def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
 # -- a running consumer ---------------------------------------------------------------------------
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=16,
 )
@@ -164,7 +173,9 @@ def test_no_record_stops_a_running_consumer_and_lag_drains(ports: Ports, tmp_pat
     assert letters and all(d.consumer_group == runner.spec.group for d in letters)
 
 
-def test_a_failing_handler_is_retried_a_bounded_number_of_times_then_dead_lettered(ports: Ports, tmp_path: Path) -> None:
+def test_a_failing_handler_is_retried_a_bounded_number_of_times_then_dead_lettered(
+    ports: Ports, tmp_path: Path
+) -> None:
     poison, good = _ended(answer="boom"), _ended()
     ports.bus.publish_many([to_record(poison), to_record(good)])
     runner = ConsumerRunner(_spec(), ports, state_dir=tmp_path / "state", retry_backoff_s=0.0, max_attempts=3)
@@ -193,13 +204,15 @@ def test_live_and_replay_treat_every_hostile_record_the_same(ports: Ports, tmp_p
     handler failure, and reports no difference."""
     good = _ended()
     hidden = _ended()  # an EpisodeEnded under an ActionTaken header: live skips it unread
-    ports.bus.publish_many([
-        _record(_deep_v1_episode_ended(300), "EpisodeEnded"),
-        _record(encode(hidden), "ActionTaken"),
-        _record(encode(ACTION), "EpisodeEnded"),  # an ActionTaken under an EpisodeEnded header
-        to_record(_ended(answer="boom")),
-        to_record(good),
-    ])
+    ports.bus.publish_many(
+        [
+            _record(_deep_v1_episode_ended(300), "EpisodeEnded"),
+            _record(encode(hidden), "ActionTaken"),
+            _record(encode(ACTION), "EpisodeEnded"),  # an ActionTaken under an EpisodeEnded header
+            to_record(_ended(answer="boom")),
+            to_record(good),
+        ]
+    )
     runner = ConsumerRunner(_spec(), ports, state_dir=tmp_path / "state", retry_backoff_s=0.0)
     _drain(runner)
     runner.close()

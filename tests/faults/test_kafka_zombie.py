@@ -32,8 +32,9 @@ SESSION_TIMEOUT_S = 6
 def _start(urls: dict[str, str], state_dir: Path, mode: str, log: Path, idle_s: float) -> subprocess.Popen:
     args = [sys.executable, str(WORKER), "verifier", urls["bus"], urls["blobs"], urls["registry"], str(state_dir), mode]
     with log.open("w") as out:
-        return subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "IDLE_EXIT_S": str(idle_s)})
+        return subprocess.Popen(
+            args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "IDLE_EXIT_S": str(idle_s)}
+        )
 
 
 def _wait_for(log: Path, text: str, timeout_s: float) -> bool:
@@ -84,8 +85,10 @@ def test_a_paused_consumer_that_wakes_up_after_losing_its_partitions_is_fenced(r
         verdicts[event.episode_id] = verdicts.get(event.episode_id, 0) + 1
     bus.close()
     duplicated = {k: v for k, v in verdicts.items() if v > 1}
-    print(f"\nzombie: 1 paused past its session timeout; verdicts={sum(verdicts.values())} for {len(tasks)} episodes, "
-          f"duplicated={len(duplicated)}, lost={len(tasks) - len(verdicts)}")
+    print(
+        f"\nzombie: 1 paused past its session timeout; verdicts={sum(verdicts.values())} for {len(tasks)} episodes, "
+        f"duplicated={len(duplicated)}, lost={len(tasks) - len(verdicts)}"
+    )
     assert "fenced" in zombie_out, zombie_out[-3000:]
     assert sorted(verdicts) == sorted(f"ep-zombie-{i}" for i in range(len(tasks)))
     assert not duplicated, duplicated

@@ -34,7 +34,11 @@ from producers.tasks.runner import noop_policy
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
-CONSUMERS = ("verifier", "diagnoser", "curator")  # the clean run in pipeline order: failures are curated on their diagnosis
+CONSUMERS = (
+    "verifier",
+    "diagnoser",
+    "curator",
+)  # the clean run in pipeline order: failures are curated on their diagnosis
 OUTPUT_TOPICS = (TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_DIAGNOSES)
 MIN_KILLS = 21
 
@@ -58,8 +62,10 @@ def _outputs(bus) -> dict[str, Counter]:
     for topic in OUTPUT_TOPICS:
         for record in bus.replay(topic):
             event = from_record(record)
-            body = orjson.dumps(event.model_dump(mode="json", exclude={"event_id", "occurred_at", "causation_id", "failure_diagnoses"}),
-                                option=orjson.OPT_SORT_KEYS)
+            body = orjson.dumps(
+                event.model_dump(mode="json", exclude={"event_id", "occurred_at", "causation_id", "failure_diagnoses"}),
+                option=orjson.OPT_SORT_KEYS,
+            )
             out.setdefault(event.producer.service, Counter())[body] += 1
     return out
 
@@ -81,9 +87,25 @@ def _dangling_links(bus) -> list[str]:
 
 def _spawn(name: str, bus_url: str, blobs_url: str, state: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "infra.cli.main", "consume", name, "--bus", bus_url, "--blobs", blobs_url,
-         "--registry", f"sqlite:///{state}/mlflow.db", "--state-dir", str(state / name)],
-        cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "infra.cli.main",
+            "consume",
+            name,
+            "--bus",
+            bus_url,
+            "--blobs",
+            blobs_url,
+            "--registry",
+            f"sqlite:///{state}/mlflow.db",
+            "--state-dir",
+            str(state / name),
+        ],
+        cwd=REPO,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -155,8 +177,10 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path, chaos_bus_url):
     processed = sum(sum(c.values()) for c in got.values())
     lost = sum(((expected[n] - got[n]) for n in CONSUMERS), Counter())
     duplicated = sum(((got[n] - expected[n]) for n in CONSUMERS), Counter())
-    print(f"\nkill -9 on {bus_url.split(':')[0]}: kills survived={kills} input events={len(stream)} outputs={processed} "
-          f"lost={sum(lost.values())} duplicated={sum(duplicated.values())}")
+    print(
+        f"\nkill -9 on {bus_url.split(':')[0]}: kills survived={kills} input events={len(stream)} outputs={processed} "
+        f"lost={sum(lost.values())} duplicated={sum(duplicated.values())}"
+    )
     assert kills >= 20
     assert sum(expected[n].total() for n in CONSUMERS) > 1000
     assert not lost, f"lost outputs: {list(lost)[:3]}"

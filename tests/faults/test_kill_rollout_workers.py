@@ -32,7 +32,10 @@ def _spawn(bus_url: str, blobs_url: str, tmp: Path, name: str, generation: int) 
     out = tmp / f"{name}-{generation}.json"
     return subprocess.Popen(
         [sys.executable, str(WORKER), bus_url, blobs_url, str(tmp / "state"), name, "0.15", "10", str(out)],
-        cwd=REPO, env={"PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -40,8 +43,14 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
     tasks = [t for t in build_task_suite("chaos-rollouts") if t.split == "train"][:REQUESTS]
     requests = [
         RolloutRequested(
-            producer=Producer(service="chaos", version="0"), run_id="chaos", round=1, task_id=t.task_id,
-            policy_version="scripted:reference", harness_version="default", backend="sandbox", seed=0,
+            producer=Producer(service="chaos", version="0"),
+            run_id="chaos",
+            round=1,
+            task_id=t.task_id,
+            policy_version="scripted:reference",
+            harness_version="default",
+            backend="sandbox",
+            seed=0,
             budgets=t.budgets,
         )
         for t in tasks
@@ -91,8 +100,10 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
         else:
             assert ends[0].reason == "abandoned", ends[0].reason
             abandoned += 1
-    print(f"\nrollout kill -9: kills={kills} requests={REQUESTS} episodes={len(by_episode)} "
-          f"abandoned={abandoned} finished={sum(finished.values())} lag={lag}")
+    print(
+        f"\nrollout kill -9: kills={kills} requests={REQUESTS} episodes={len(by_episode)} "
+        f"abandoned={abandoned} finished={sum(finished.values())} lag={lag}"
+    )
     assert lag == 0
     assert abandoned >= 1, "no kill landed mid-episode, so the test proved nothing"
     assert dict(finished) == {t.task_id: 1 for t in tasks}, "every request has exactly one finished attempt"

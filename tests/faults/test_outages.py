@@ -71,8 +71,10 @@ def test_kafka_broker_restart_loses_nothing(private_stack):
     consumer.close()
     bus.close()
     lost = acknowledged - set(seen)
-    print(f"\nbroker restart: acknowledged={len(acknowledged)} consumed={len(seen)} "
-          f"unique={len(set(seen))} lost={len(lost)} duplicates={len(seen) - len(set(seen))} batch_retries={retried}")
+    print(
+        f"\nbroker restart: acknowledged={len(acknowledged)} consumed={len(seen)} "
+        f"unique={len(set(seen))} lost={len(lost)} duplicates={len(seen) - len(set(seen))} batch_retries={retried}"
+    )
     assert len(acknowledged) == 3000
     assert not lost
 
@@ -138,7 +140,9 @@ def test_a_broker_comes_back_on_its_port_after_clients_reconnected_for_30s(priva
         got += [r.value for r in consumer.poll(timeout_s=1.0)]
     consumer.close()
     bus.close()
-    print(f"\nreconnect: publish attempts while down={attempts}, reconnect log lines let through={counter.reconnect_lines}")
+    print(
+        f"\nreconnect: publish attempts while down={attempts}, reconnect log lines let through={counter.reconnect_lines}"
+    )
     assert b"after" in got, "the client did not resume after the broker came back"
     # Without the throttle the clients log one line per attempt (every 100 ms per connection): hundreds in 30 s.
     assert counter.reconnect_lines <= 12
@@ -200,7 +204,11 @@ def test_mlflow_outage_waits_for_registration_and_reports_it(private_stack, capl
 
     assert result["version"].version == "1"
     assert registry.resolve("planner/1").run_id == run_id
-    waits = [rec.getMessage() for rec in caplog.records if "unavailable; waiting to retry register_version" in rec.getMessage()]
+    waits = [
+        rec.getMessage()
+        for rec in caplog.records
+        if "unavailable; waiting to retry register_version" in rec.getMessage()
+    ]
     assert waits and stack.settings.mlflow_url in waits[0]
 
 
@@ -229,7 +237,9 @@ def test_training_finishes_while_mlflow_is_down_and_registers_once_it_is_back(pr
     training = threading.Thread(target=lambda: outcome.setdefault("trained", run_sft(ports, config, run_id="outage")))
     training.start()
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any("unavailable; waiting to retry" in r.getMessage() for r in caplog.records):
+    while time.monotonic() < deadline and not any(
+        "unavailable; waiting to retry" in r.getMessage() for r in caplog.records
+    ):
         time.sleep(0.5)
     assert training.is_alive(), "training must finish and then wait for the registry, not fail"
     assert (config.work_dir / "sft-outage-r0").is_dir(), "the checkpoint was written before registration"

@@ -29,14 +29,36 @@ def test_the_main_job_on_the_real_stack_leaks_no_secret(real_stack, tmp_path):
         "FLYWHEEL_HARNESS_TOKEN": "harness-token-" + uuid.uuid4().hex,
     }
     config = tmp_path / "loop.json"  # one short round: the point is what the job writes, not what it learns
-    config.write_text(json.dumps({"rounds": 1, "first_round_rollouts": 16, "min_admitted_for_training": 4,
-                                  "learner": {"sft": {"max_steps": 5}, "dev_per_category": 1, "cold_start_seeds": 1}}))
+    config.write_text(
+        json.dumps(
+            {
+                "rounds": 1,
+                "first_round_rollouts": 16,
+                "min_admitted_for_training": 4,
+                "learner": {"sft": {"max_steps": 5}, "dev_per_category": 1, "cold_start_seeds": 1},
+            }
+        )
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli.main", "run", "--no-progress", f"--config={config}",
-         "--bus", bus_url,
-         "--blobs", f"s3://flywheel-blobs?endpoint={real_stack.host}:{real_stack.s3_port}",
-         "--registry", real_stack.mlflow_url],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=800,
+        [
+            sys.executable,
+            "-m",
+            "infra.cli.main",
+            "run",
+            "--no-progress",
+            f"--config={config}",
+            "--bus",
+            bus_url,
+            "--blobs",
+            f"s3://flywheel-blobs?endpoint={real_stack.host}:{real_stack.s3_port}",
+            "--registry",
+            real_stack.mlflow_url,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=800,
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-3000:]

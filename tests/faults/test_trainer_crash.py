@@ -38,15 +38,26 @@ def test_a_trainer_killed_between_registration_and_commit_registers_one_version(
         "blobs": f"file:///{tmp_path}/blobs",
         "registry": f"sqlite:///{tmp_path}/mlflow.db",
     }
-    config = LearnerConfig(cold_start_seeds=1, train_categories=("tool_use",), max_difficulty=1,
-                           sft=SftSettings(max_steps=3, batch_size=4), work_dir=tmp_path / "work")
+    config = LearnerConfig(
+        cold_start_seeds=1,
+        train_categories=("tool_use",),
+        max_difficulty=1,
+        sft=SftSettings(max_steps=3, batch_size=4),
+        work_dir=tmp_path / "work",
+    )
     config_file = tmp_path / "learner.json"
     config_file.write_text(config.model_dump_json())
     ports = Ports(open_bus(urls["bus"]), open_blob_store(urls["blobs"]), open_registry(urls["registry"]))
     ensure_topics(ports.bus)
     seed_reference_episodes(ports, config, run_id="crash")
-    request = TrainingRequested(producer=Producer(service="test", version="0"), run_id="crash", round=0,
-                                model_name="planner", algorithm="sft", admitted_trajectories=1)
+    request = TrainingRequested(
+        producer=Producer(service="test", version="0"),
+        run_id="crash",
+        round=0,
+        model_name="planner",
+        algorithm="sft",
+        admitted_trajectories=1,
+    )
     publish_all(ports.bus, [request])
 
     crashed = _trainer(urls, tmp_path / "state", "crash", config_file)

@@ -51,8 +51,11 @@ RUN = "run-reviser"
 
 @pytest.fixture
 def urls(tmp_path: Path) -> dict[str, str]:
-    return {"bus": f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5", "blobs": f"file:///{tmp_path}/blobs",
-            "registry": f"sqlite:///{tmp_path}/mlflow.db"}
+    return {
+        "bus": f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5",
+        "blobs": f"file:///{tmp_path}/blobs",
+        "registry": f"sqlite:///{tmp_path}/mlflow.db",
+    }
 
 
 @pytest.fixture
@@ -86,18 +89,40 @@ def failed_round(ports: Ports, tmp_path: Path) -> tuple[list[TaskSpecified], str
     tasks = [t for t in build_task_suite(RUN) if t.split == "train" and t.apps == ["clock"]][:4]
     publish_all(ports.bus, tasks)
     for i, task in enumerate(tasks):
-        publish_all(ports.bus, record_episode(task, wrong_arguments, ports.blobs, episode_id=f"ep-{i}", run_id=RUN, round_=0))
+        publish_all(
+            ports.bus, record_episode(task, wrong_arguments, ports.blobs, episode_id=f"ep-{i}", run_id=RUN, round_=0)
+        )
     for name in ("verifier", "diagnoser"):
         consume_all(name, ports, tmp_path / "state")
     diagnoses = [e for e in decodable(ports.bus.replay("diagnoses")) if isinstance(e, FailureDiagnosed)]
     assert Counter(d.attribution for d in diagnoses) == {"argument_grounding": 4}
-    base = publish_harness_version(ports.registry, ports.blobs, HarnessConfig(name="tiny-planner", instructions="Use tools."),
-                                   producer=P, run_id=RUN, aliases=("production",))
+    base = publish_harness_version(
+        ports.registry,
+        ports.blobs,
+        HarnessConfig(name="tiny-planner", instructions="Use tools."),
+        producer=P,
+        run_id=RUN,
+        aliases=("production",),
+    )
     rates = {"tool_use": 0.25, "memory": 0.5, "skills": 0.5, "sub_agent": 0.5}
-    publish_all(ports.bus, [base, DevSetEvaluated(
-        producer=P, run_id=RUN, round=0, model_name="planner", model_version="1", harness_version=base.harness_version,
-        per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in rates.items()}, overall=overall_score(rates),
-        tokens_per_task=100.0, tool_calls_per_task=2.0)])
+    publish_all(
+        ports.bus,
+        [
+            base,
+            DevSetEvaluated(
+                producer=P,
+                run_id=RUN,
+                round=0,
+                model_name="planner",
+                model_version="1",
+                harness_version=base.harness_version,
+                per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in rates.items()},
+                overall=overall_score(rates),
+                tokens_per_task=100.0,
+                tool_calls_per_task=2.0,
+            ),
+        ],
+    )
     return tasks, base.harness_version
 
 
@@ -107,7 +132,11 @@ def test_auto_approved_revision_reaches_the_next_rollouts(ports, tmp_path, monke
     consume_all("harness_reviser", ports, tmp_path / "state")
     consume_all("harness_reviser", ports, tmp_path / "state")  # a restart: nothing is handled twice
     events = [e for e in harness_events(ports) if e.producer.service == "harness_reviser"]
-    assert [e.event_type for e in events] == ["HarnessRevisionProposed", "HarnessRevisionDecided", "HarnessVersionPublished"]
+    assert [e.event_type for e in events] == [
+        "HarnessRevisionProposed",
+        "HarnessRevisionDecided",
+        "HarnessVersionPublished",
+    ]
     proposed, decided, published = events
     assert proposed.targets == ["argument_grounding"] and len(proposed.motivated_by) == 4
     assert decided.decided_by == "auto:add_instruction" and published.harness_version == "tiny-planner/2"
@@ -116,8 +145,20 @@ def test_auto_approved_revision_reaches_the_next_rollouts(ports, tmp_path, monke
 
     pool = EnvironmentPool()
     pool.register("sandbox", SandboxBackend, 1)
-    publish(ports.bus, RolloutRequested(producer=P, run_id=RUN, round=1, task_id=tasks[0].task_id, policy_version="scripted:reference",
-                                        harness_version=published.harness_version, backend="sandbox", seed=0, budgets=tasks[0].budgets))
+    publish(
+        ports.bus,
+        RolloutRequested(
+            producer=P,
+            run_id=RUN,
+            round=1,
+            task_id=tasks[0].task_id,
+            policy_version="scripted:reference",
+            harness_version=published.harness_version,
+            backend="sandbox",
+            seed=0,
+            budgets=tasks[0].budgets,
+        ),
+    )
     worker = RolloutWorker(ports, pool, state_dir=tmp_path / "rollout-state", claim_grace_s=0.0)
     assert worker.run(idle_exit_s=1.0).episodes == 1
     contexts = [e for e in decodable(ports.bus.replay("episodes")) if isinstance(e, ContextBuilt) and e.round == 1]
@@ -136,24 +177,68 @@ def test_a_human_approves_a_proposal_with_flywheel_review(ports, urls, tmp_path)
     cli.command("consume")(consume.consume)
     cli.add_typer(review.app, name="review")
     runner = CliRunner()
-    listed = runner.invoke(cli, ["review", "list", "--bus", urls["bus"], "--blobs", urls["blobs"]], env={"COLUMNS": "250"})
+    listed = runner.invoke(
+        cli, ["review", "list", "--bus", urls["bus"], "--blobs", urls["blobs"]], env={"COLUMNS": "250"}
+    )
     assert listed.exit_code == 0 and proposal.revision_id in listed.output, listed.output
     shown = runner.invoke(cli, ["review", "show", proposal.revision_id, "--bus", urls["bus"], "--blobs", urls["blobs"]])
     assert shown.exit_code == 0 and '"add_instruction"' in shown.output and "argument_grounding" in shown.output
-    approved = runner.invoke(cli, ["review", "approve", proposal.revision_id, "--by", "alice", "--note", "clear win",
-                                   "--bus", urls["bus"], "--blobs", urls["blobs"]])
+    approved = runner.invoke(
+        cli,
+        [
+            "review",
+            "approve",
+            proposal.revision_id,
+            "--by",
+            "alice",
+            "--note",
+            "clear win",
+            "--bus",
+            urls["bus"],
+            "--blobs",
+            urls["blobs"],
+        ],
+    )
     assert approved.exit_code == 0, approved.output
-    again = runner.invoke(cli, ["review", "approve", proposal.revision_id, "--by", "alice", "--bus", urls["bus"], "--blobs", urls["blobs"]])
+    again = runner.invoke(
+        cli,
+        ["review", "approve", proposal.revision_id, "--by", "alice", "--bus", urls["bus"], "--blobs", urls["blobs"]],
+    )
     assert again.exit_code != 0  # no longer pending
     [decided] = [e for e in harness_events(ports) if isinstance(e, HarnessRevisionDecided)]
-    assert (decided.decided_by, decided.decision, decided.reason, decided.causation_id) == ("alice", "accepted", "clear win", proposal.event_id)
+    assert (decided.decided_by, decided.decision, decided.reason, decided.causation_id) == (
+        "alice",
+        "accepted",
+        "clear win",
+        proposal.event_id,
+    )
 
-    out = runner.invoke(cli, ["consume", "harness-reviser", "--idle-exit", "1", "--state-dir", str(tmp_path / "state"),
-                              "--bus", urls["bus"], "--blobs", urls["blobs"], "--registry", urls["registry"]])
+    out = runner.invoke(
+        cli,
+        [
+            "consume",
+            "harness-reviser",
+            "--idle-exit",
+            "1",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--bus",
+            urls["bus"],
+            "--blobs",
+            urls["blobs"],
+            "--registry",
+            urls["registry"],
+        ],
+    )
     assert out.exit_code == 0, out.output
     [published] = [e for e in harness_events(ports) if isinstance(e, HarnessVersionPublished) and e.revision_id]
     assert published.revision_id == proposal.revision_id and published.causation_id == decided.event_id
-    assert GROUNDING in ports.registry.load_dict(ports.registry.resolve(published.harness_version).run_id, "harness/config.json")["instructions"]
+    assert (
+        GROUNDING
+        in ports.registry.load_dict(ports.registry.resolve(published.harness_version).run_id, "harness/config.json")[
+            "instructions"
+        ]
+    )
 
 
 def test_consume_flags_set_the_cluster_threshold(ports, urls, tmp_path, monkeypatch):
@@ -162,8 +247,29 @@ def test_consume_flags_set_the_cluster_threshold(ports, urls, tmp_path, monkeypa
     cli = typer.Typer()
     cli.command("consume")(consume.consume)
     cli.command("noop")(lambda: None)
-    out = CliRunner().invoke(cli, ["consume", "harness_reviser", "--min-cluster", "5", "--idle-exit", "1", "--state-dir", str(tmp_path / "state"),
-                                   "--bus", urls["bus"], "--blobs", urls["blobs"], "--registry", urls["registry"]])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "consume",
+            "harness_reviser",
+            "--min-cluster",
+            "5",
+            "--idle-exit",
+            "1",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--bus",
+            urls["bus"],
+            "--blobs",
+            urls["blobs"],
+            "--registry",
+            urls["registry"],
+        ],
+    )
     assert out.exit_code == 0, out.output
     [skipped] = [e for e in harness_events(ports) if e.producer.service == "harness_reviser"]
-    assert skipped.event_type == "HarnessRevisionSkipped" and "min_cluster=5" in skipped.reason and "argument_grounding 4" in skipped.reason
+    assert (
+        skipped.event_type == "HarnessRevisionSkipped"
+        and "min_cluster=5" in skipped.reason
+        and "argument_grounding 4" in skipped.reason
+    )

@@ -112,8 +112,19 @@ def test_a_full_bus_is_one_line_saying_what_to_do(tmp_path: Path) -> None:
     publish(bus, request)  # a pending review, so `review approve` gets as far as writing its decision
     bus.close()
     size = (tmp_path / "bus.db").stat().st_size
-    line = _fails("review", "approve", "ep-1", "--reviewer", "ana", "--note", "n" * 9000,  # needs pages the quota denies
-                  "--bus", f"sqlite:///{tmp_path}/bus.db?max_bytes={size}", "--blobs", f"file:///{tmp_path}/blobs")
+    line = _fails(
+        "review",
+        "approve",
+        "ep-1",
+        "--reviewer",
+        "ana",
+        "--note",
+        "n" * 9000,  # needs pages the quota denies
+        "--bus",
+        f"sqlite:///{tmp_path}/bus.db?max_bytes={size}",
+        "--blobs",
+        f"file:///{tmp_path}/blobs",
+    )
     assert "full" in line and "max_bytes" in line
 
 
@@ -140,8 +151,16 @@ def test_each_kind_of_failure_says_what_to_do(error: Exception, says: str) -> No
 
 
 @pytest.mark.parametrize(
-    "query", ["partitions=0", "partitions=-1", "partitions=lots", "session_timeout_s=0", "max_bytes=0", "partition=3",
-              "namespace=a/b"],
+    "query",
+    [
+        "partitions=0",
+        "partitions=-1",
+        "partitions=lots",
+        "session_timeout_s=0",
+        "max_bytes=0",
+        "partition=3",
+        "namespace=a/b",
+    ],
 )
 def test_invalid_bus_url_parameters_are_refused_up_front(tmp_path: Path, query: str) -> None:
     with pytest.raises(UnsupportedURL, match="invalid parameters"):
@@ -155,7 +174,9 @@ def test_invalid_bus_url_parameters_are_refused_up_front(tmp_path: Path, query: 
 
 def test_credentials_in_urls_are_masked_in_text() -> None:
     text = "registry http://ana:hunter2@mlflow:5000/x and https://tok3n@h and kafka://127.0.0.1:19092"
-    assert mask_credentials(text) == "registry http://ana:***@mlflow:5000/x and https://***@h and kafka://127.0.0.1:19092"
+    assert (
+        mask_credentials(text) == "registry http://ana:***@mlflow:5000/x and https://***@h and kafka://127.0.0.1:19092"
+    )
 
 
 def test_a_registry_url_with_credentials_is_masked_in_its_errors_and_url() -> None:

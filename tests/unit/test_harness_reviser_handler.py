@@ -62,20 +62,43 @@ def ports(tmp_path: Path, registry, unique) -> Iterator[Ports]:
 def base_ref(ports, unique) -> str:
     """The initial harness of a run, registered the way the main job does it (``name/1``)."""
     config = BASE.model_copy(update={"name": f"tiny-{unique}"})
-    return publish_harness_version(ports.registry, ports.blobs, config, producer=P, run_id="run-r", aliases=("production",)).harness_version
+    return publish_harness_version(
+        ports.registry, ports.blobs, config, producer=P, run_id="run-r", aliases=("production",)
+    ).harness_version
 
 
 def diagnoses(category: str, n: int, round_: int = 1, run_id: str = "run-r") -> list[FailureDiagnosed]:
-    return [FailureDiagnosed(producer=P, run_id=run_id, round=round_, task_id=clock_tasks()[i % 4].task_id, episode_id=f"ep-{category}-{run_id}-{round_}-{i}",
-                             attribution=category, explanation=f"{category} {i}", confidence=0.8, diagnoser_version="v")  # type: ignore[arg-type]
-            for i in range(n)]
+    return [
+        FailureDiagnosed(
+            producer=P,
+            run_id=run_id,
+            round=round_,
+            task_id=clock_tasks()[i % 4].task_id,
+            episode_id=f"ep-{category}-{run_id}-{round_}-{i}",
+            attribution=category,
+            explanation=f"{category} {i}",
+            confidence=0.8,
+            diagnoser_version="v",
+        )  # type: ignore[arg-type]
+        for i in range(n)
+    ]
 
 
 def dev(harness_version: str, round_: int = 1, **fields) -> DevSetEvaluated:
     rates = {"tool_use": 0.4, "memory": 0.5, "skills": 0.3, "sub_agent": 0.2}
-    return DevSetEvaluated(producer=P, run_id="run-r", round=round_, model_name="planner", model_version="2", harness_version=harness_version,
-                           per_category={k: CategoryScore(success_rate=v, tasks=8) for k, v in rates.items()},
-                           overall=overall_score(rates), tokens_per_task=10.0, tool_calls_per_task=2.0, **fields)
+    return DevSetEvaluated(
+        producer=P,
+        run_id="run-r",
+        round=round_,
+        model_name="planner",
+        model_version="2",
+        harness_version=harness_version,
+        per_category={k: CategoryScore(success_rate=v, tasks=8) for k, v in rates.items()},
+        overall=overall_score(rates),
+        tokens_per_task=10.0,
+        tool_calls_per_task=2.0,
+        **fields,
+    )
 
 
 def reviser(**config) -> HarnessReviser:
@@ -91,14 +114,23 @@ def test_a_round_without_a_cluster_is_skipped(ports, base_ref):
 
 
 def test_a_kind_outside_the_allow_list_is_proposed_and_waits(ports, base_ref):
-    found = diagnoses("argument_grounding", 3) + diagnoses("recovery", 1) + diagnoses("argument_grounding", 4, run_id="other-run")
+    found = (
+        diagnoses("argument_grounding", 3)
+        + diagnoses("recovery", 1)
+        + diagnoses("argument_grounding", 4, run_id="other-run")
+    )
     publish_all(ports.bus, found)
     cause = dev(base_ref)
     [event] = reviser(auto_approve=("set_budgets",)).handle(cause, ports)
     assert isinstance(event, HarnessRevisionProposed)
     assert event.targets == ["argument_grounding"] and event.motivated_by == [d.event_id for d in found[:3]]
     assert parse_patch(ports.blobs.get(event.patch)) == AddInstruction(text=rules.GROUNDING)
-    assert (event.base_version, event.harness_name, event.causation_id, event.round) == (base_ref, base_ref.split("/")[0], cause.event_id, 1)
+    assert (event.base_version, event.harness_name, event.causation_id, event.round) == (
+        base_ref,
+        base_ref.split("/")[0],
+        cause.event_id,
+        1,
+    )
     assert len(ports.registry.versions(event.harness_name)) == 1  # nothing published before a human decides
 
 
@@ -132,7 +164,9 @@ def test_an_allow_listed_kind_is_proposed_accepted_and_published_once(ports, bas
     again = reviser(auto_approve=("add_instruction",)).handle(cause, ports)  # a redelivery
     assert again[2].harness_version == published.harness_version and len(ports.registry.versions(name)) == 2
     config, label = VersionResolver(ports.registry, ports.bus, Path("unused")).harness(published.harness_version)
-    assert label == published.harness_version and config == apply(load_harness_version(ports.registry, base_ref)[0], AddInstruction(text=rules.GROUNDING))
+    assert label == published.harness_version and config == apply(
+        load_harness_version(ports.registry, base_ref)[0], AddInstruction(text=rules.GROUNDING)
+    )
     assert rules.GROUNDING in config.instructions and config.name == name
 
 
@@ -179,16 +213,49 @@ def test_review_cli_lists_and_rejects_revisions_beside_trajectory_reviews(tmp_pa
     bus = open_bus(url)
     ensure_topics(bus)
     patch = open_blob_store(blobs).put(b'{"kind":"set_budgets","max_steps":35}', "application/json")
-    proposal = HarnessRevisionProposed(producer=P, run_id="run-r", round=2, harness_name="tiny-planner", revision_id="tiny-planner-r2-abc",
-                                       base_version="tiny-planner/3", patch=patch, summary="recovery: 4 of 6 diagnoses", targets=["recovery"])
-    publish_all(bus, [proposal, ReviewRequested(producer=P, run_id="run-r", task_id="t", episode_id="ep-7", reasons=["safety-sensitive"])])
+    proposal = HarnessRevisionProposed(
+        producer=P,
+        run_id="run-r",
+        round=2,
+        harness_name="tiny-planner",
+        revision_id="tiny-planner-r2-abc",
+        base_version="tiny-planner/3",
+        patch=patch,
+        summary="recovery: 4 of 6 diagnoses",
+        targets=["recovery"],
+    )
+    publish_all(
+        bus,
+        [
+            proposal,
+            ReviewRequested(producer=P, run_id="run-r", task_id="t", episode_id="ep-7", reasons=["safety-sensitive"]),
+        ],
+    )
     cli = typer.Typer()
     cli.command("noop")(lambda: None)
     cli.add_typer(review.app, name="review")
     run = CliRunner().invoke
     listed = run(cli, ["review", "list", "--bus", url, "--blobs", blobs], env={"COLUMNS": "250"})
     assert listed.exit_code == 0 and "tiny-planner-r2-abc" in listed.output and "ep-7" in listed.output
-    assert run(cli, ["review", "reject", "tiny-planner-r2-abc", "-r", "bob", "--note", "too slow", "--bus", url, "--blobs", blobs]).exit_code == 0
+    assert (
+        run(
+            cli,
+            [
+                "review",
+                "reject",
+                "tiny-planner-r2-abc",
+                "-r",
+                "bob",
+                "--note",
+                "too slow",
+                "--bus",
+                url,
+                "--blobs",
+                blobs,
+            ],
+        ).exit_code
+        == 0
+    )
     assert run(cli, ["review", "approve", "ep-7", "--reviewer", "carol", "--bus", url, "--blobs", blobs]).exit_code == 0
     events = list(decodable(bus.replay("harness"))) + list(decodable(bus.replay("curation")))
     [decided] = [e for e in events if isinstance(e, HarnessRevisionDecided)]

@@ -15,7 +15,15 @@ from consumers.harness_reviser.spec import sandbox_docs
 from consumers.harness_reviser.writer import ModelWriter, clean
 from harness_service.config import HarnessConfig, MemoryPolicy
 from harness_service.policy.scripted import ScriptedPolicy
-from harness_service.revisions import AddInstruction, AddSkill, EditSkill, SetBudgets, SetMemoryPolicy, apply, skill_notes
+from harness_service.revisions import (
+    AddInstruction,
+    AddSkill,
+    EditSkill,
+    SetBudgets,
+    SetMemoryPolicy,
+    apply,
+    skill_notes,
+)
 from harness_service.runner.budgets import effective_budgets
 from producers.tasks import build_task_suite
 
@@ -34,16 +42,36 @@ def tasks_of(apps: list[str], n: int) -> list[TaskSpecified]:
 
 
 def diagnosed(category: str, tasks: list[TaskSpecified], round_: int = 1) -> list[FailureDiagnosed]:
-    return [FailureDiagnosed(producer=P, run_id="run-r", round=round_, task_id=t.task_id, episode_id=f"ep-{category}-{i}",
-                             attribution=category, explanation=f"{category} failure {i}", confidence=0.8, diagnoser_version="v")
-            for i, t in enumerate(tasks)]
+    return [
+        FailureDiagnosed(
+            producer=P,
+            run_id="run-r",
+            round=round_,
+            task_id=t.task_id,
+            episode_id=f"ep-{category}-{i}",
+            attribution=category,
+            explanation=f"{category} failure {i}",
+            confidence=0.8,
+            diagnoser_version="v",
+        )
+        for i, t in enumerate(tasks)
+    ]
 
 
 def dev(rates: dict[str, float] | None = None) -> DevSetEvaluated:
     rates = {"tool_use": 0.5, "memory": 0.5, "skills": 0.5, "sub_agent": 0.5, **(rates or {})}
-    return DevSetEvaluated(producer=P, run_id="run-r", round=1, model_name="planner", model_version="1", harness_version="tiny-planner/1",
-                           per_category={k: CategoryScore(success_rate=v, tasks=8) for k, v in rates.items()},
-                           overall=overall_score(rates), tokens_per_task=1.0, tool_calls_per_task=1.0)
+    return DevSetEvaluated(
+        producer=P,
+        run_id="run-r",
+        round=1,
+        model_name="planner",
+        model_version="1",
+        harness_version="tiny-planner/1",
+        per_category={k: CategoryScore(success_rate=v, tasks=8) for k, v in rates.items()},
+        overall=overall_score(rates),
+        tokens_per_task=1.0,
+        tool_calls_per_task=1.0,
+    )
 
 
 def cluster(category: str, tasks: list[TaskSpecified]) -> rules.Cluster:
@@ -54,10 +82,15 @@ def template(category: str, tasks: list[TaskSpecified], base: HarnessConfig = BA
     return rules.TEMPLATES[category](cluster(category, tasks), base, sandbox_docs)
 
 
-@pytest.mark.parametrize("category, text", [
-    ("argument_grounding", rules.GROUNDING), ("premature_termination", rules.FINISH),
-    ("hallucinated_completion", rules.FACTS), ("recovery", rules.RECOVERY),
-])
+@pytest.mark.parametrize(
+    "category, text",
+    [
+        ("argument_grounding", rules.GROUNDING),
+        ("premature_termination", rules.FINISH),
+        ("hallucinated_completion", rules.FACTS),
+        ("recovery", rules.RECOVERY),
+    ],
+)
 def test_instruction_templates_add_their_line_once(category, text):
     draft = template(category, tasks_of(["clock"], 3))
     assert draft is not None and draft.patch == AddInstruction(text=text)
@@ -87,14 +120,18 @@ def test_recovery_raises_the_step_budget_only_as_far_as_the_tasks_allow():
 def test_state_tracking_retrieves_more_memories_only_where_tasks_have_them():
     remembered = tasks_of(["travel"], 3)  # three seeded facts each
     assert {len(t.initial_conditions.memories) for t in remembered} == {3}
-    assert template("state_tracking", remembered).patch == AddInstruction(text=rules.STATE)  # top-5 already reaches all 3
+    assert template("state_tracking", remembered).patch == AddInstruction(
+        text=rules.STATE
+    )  # top-5 already reaches all 3
     few = BASE.model_copy(update={"memory": MemoryPolicy(retrieve_top_k=1)})
     assert template("state_tracking", remembered, few).patch == SetMemoryPolicy(retrieve_top_k=3)
     off = BASE.model_copy(update={"memory": MemoryPolicy(enabled=False, retrieve_top_k=0)})
     assert template("state_tracking", remembered, off).patch == SetMemoryPolicy(enabled=True, retrieve_top_k=2)
     unseeded = BASE.model_copy(update={"memory": MemoryPolicy(seed_from_task=False)})
     assert template("state_tracking", remembered, unseeded).patch == SetMemoryPolicy(seed_from_task=True)
-    assert template("state_tracking", tasks_of(["clock"], 3), off).patch == AddInstruction(text=rules.STATE)  # no facts to recall
+    assert template("state_tracking", tasks_of(["clock"], 3), off).patch == AddInstruction(
+        text=rules.STATE
+    )  # no facts to recall
 
 
 def test_tool_routing_on_one_app_adds_a_skill_note_naming_tools_of_that_app():
@@ -106,7 +143,10 @@ def test_tool_routing_on_one_app_adds_a_skill_note_naming_tools_of_that_app():
     assert template("tool_routing", tasks_of(["clock"], 4), revised).patch == AddInstruction(text=rules.ROUTING)
     stale = apply(BASE, AddSkill(name="clock", tools=["clock.list_alarms"]))
     edit = template("tool_routing", tasks_of(["clock"], 4), stale)
-    assert isinstance(edit.patch, EditSkill) and skill_notes(apply(stale, edit.patch))["clock"] == skill_notes(revised)["clock"]
+    assert (
+        isinstance(edit.patch, EditSkill)
+        and skill_notes(apply(stale, edit.patch))["clock"] == skill_notes(revised)["clock"]
+    )
 
 
 def test_tool_routing_spread_over_apps_adds_a_routing_instruction():
@@ -116,13 +156,25 @@ def test_tool_routing_spread_over_apps_adds_a_routing_instruction():
 
 def _choose(diagnoses, base=BASE, cfg=ReviserConfig(), dev_result=None, writer=None):
     tasks = {t.task_id: t for t in train()}
-    return choose(dev_result or dev(), diagnoses, {d.task_id: tasks[d.task_id] for d in diagnoses}, base, cfg, sandbox_docs, writer)
+    return choose(
+        dev_result or dev(),
+        diagnoses,
+        {d.task_id: tasks[d.task_id] for d in diagnoses},
+        base,
+        cfg,
+        sandbox_docs,
+        writer,
+    )
 
 
 def test_nothing_reaching_min_cluster_is_a_skip_naming_the_counts():
-    result = _choose(diagnosed("recovery", tasks_of(["clock"], 2)) + diagnosed("environment_error", tasks_of(["food"], 5)))
+    result = _choose(
+        diagnosed("recovery", tasks_of(["clock"], 2)) + diagnosed("environment_error", tasks_of(["food"], 5))
+    )
     assert isinstance(result, Skip) and "min_cluster=3" in result.reason and "recovery 2" in result.reason
-    assert isinstance(_choose(diagnosed("recovery", tasks_of(["clock"], 2)), cfg=ReviserConfig(min_cluster=2)), Proposal)
+    assert isinstance(
+        _choose(diagnosed("recovery", tasks_of(["clock"], 2)), cfg=ReviserConfig(min_cluster=2)), Proposal
+    )
 
 
 def test_the_largest_cluster_wins_and_ties_go_to_the_weaker_dev_capability():
@@ -139,7 +191,9 @@ def test_the_largest_cluster_wins_and_ties_go_to_the_weaker_dev_capability():
 
 def test_a_cluster_whose_fix_is_already_in_the_base_yields_to_the_next():
     base = apply(BASE, AddInstruction(text=rules.GROUNDING))
-    ds = diagnosed("argument_grounding", tasks_of(["clock"], 5)) + diagnosed("premature_termination", tasks_of(["clock"], 3))
+    ds = diagnosed("argument_grounding", tasks_of(["clock"], 5)) + diagnosed(
+        "premature_termination", tasks_of(["clock"], 3)
+    )
     result = _choose(ds, base=base)
     assert isinstance(result, Proposal) and result.patch == AddInstruction(text=rules.FINISH)
     only = _choose(ds[:5], base=base)
@@ -148,7 +202,9 @@ def test_a_cluster_whose_fix_is_already_in_the_base_yields_to_the_next():
 
 def test_a_configured_model_writes_the_instruction_and_bad_output_falls_back_to_the_template():
     ds = diagnosed("argument_grounding", tasks_of(["clock"], 3))
-    written = _choose(ds, writer=ModelWriter(ScriptedPolicy(["Use the exact alarm time and label from the goal."], "writer")))
+    written = _choose(
+        ds, writer=ModelWriter(ScriptedPolicy(["Use the exact alarm time and label from the goal."], "writer"))
+    )
     assert written.patch == AddInstruction(text="Use the exact alarm time and label from the goal.")
     assert "scripted:writer" in written.summary
     for bad in ['<action>{"tool": "x"}</action>', "ok", "x" * 300, BASE.instructions]:

@@ -92,8 +92,14 @@ def test_malformed_patches_are_rejected_with_a_clear_error(data):
 
 
 def test_patch_json_round_trips_canonically_for_every_kind():
-    patches = [AddInstruction(text="Be exact."), EditInstruction(old="a", new="Be b."), AddSkill(name="maps", tools=["maps.route"]),
-               EditSkill(name="maps", tools=["maps.route"], note="Route first."), SetMemoryPolicy(enabled=False), SetBudgets(max_steps=9)]
+    patches = [
+        AddInstruction(text="Be exact."),
+        EditInstruction(old="a", new="Be b."),
+        AddSkill(name="maps", tools=["maps.route"]),
+        EditSkill(name="maps", tools=["maps.route"], note="Route first."),
+        SetMemoryPolicy(enabled=False),
+        SetBudgets(max_steps=9),
+    ]
     assert sorted(p.kind for p in patches) == sorted(CHANGE_KINDS)
     for patch in patches:
         assert parse_patch(patch_bytes(patch)) == patch

@@ -48,8 +48,12 @@ def test_a_put_restores_a_blob_whose_metadata_is_gone(tmp_path: Path) -> None:
 def test_the_s3_store_heals_a_corrupted_object_too(real_stack, unique: str) -> None:
     from infra.blobs.s3 import S3BlobStore
 
-    store = S3BlobStore(f"{real_stack.host}:{real_stack.s3_port}", "flywheel-blobs", access_key=real_stack.s3_access_key,
-                        secret_key=real_stack.s3_secret_key.get_secret_value())
+    store = S3BlobStore(
+        f"{real_stack.host}:{real_stack.s3_port}",
+        "flywheel-blobs",
+        access_key=real_stack.s3_access_key,
+        secret_key=real_stack.s3_secret_key.get_secret_value(),
+    )
     data = f"s3 bytes {unique}".encode()
     ref = store.put(data)
     store._client.put_object(store.bucket, store._key(ref.sha256), io.BytesIO(b"Y" * len(data)), len(data))
@@ -96,7 +100,9 @@ def test_well_typed_arguments_still_work(sandbox: SandboxBackend) -> None:
         ({"title": "x", "tags": ["t" * (MAX_TEXT_CHARS + 1)]}, f"tags: at most {MAX_TEXT_CHARS} characters"),
     ],
 )
-def test_oversized_arguments_are_refused_and_nothing_is_stored(sandbox: SandboxBackend, args: dict, problem: str) -> None:
+def test_oversized_arguments_are_refused_and_nothing_is_stored(
+    sandbox: SandboxBackend, args: dict, problem: str
+) -> None:
     before = sandbox.state()
     observation = sandbox.step(ToolCall(name="notes.create_note", args=args))
     assert observation.error is not None and observation.error.code == "invalid_argument"

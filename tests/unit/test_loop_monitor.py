@@ -30,7 +30,11 @@ def test_the_round_line_says_what_came_from_the_model_and_the_test_figure(tmp_pa
     prov = EX["TrajectoryAdmitted"].provenance
     events = [
         _e("TrajectoryAdmitted", episode_id="e1", provenance=prov.model_copy(update={"policy_version": "planner/1"})),
-        _e("TrajectoryAdmitted", episode_id="e2", provenance=prov.model_copy(update={"policy_version": "scripted:reference"})),
+        _e(
+            "TrajectoryAdmitted",
+            episode_id="e2",
+            provenance=prov.model_copy(update={"policy_version": "scripted:reference"}),
+        ),
         _e("TrainingRunCompleted", metrics={"train_examples": 120.0, "train_examples_self": 7.0}),
         _e("DevSetEvaluated", per_category=_scores(0.25), overall=0.25),
         _e("DevSetEvaluated", split="test", per_category=_scores(0.5), overall=0.5),

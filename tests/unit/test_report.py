@@ -21,28 +21,55 @@ def _e(kind: str, round_: int, run_id: str = "run-1", **fields):
 
 
 def _dev(round_: int, tool_use: float) -> object:
-    per = {c: CategoryScore(success_rate=tool_use if c == "tool_use" else 0.0, tasks=10)
-           for c in ("tool_use", "memory", "skills", "sub_agent")}
+    per = {
+        c: CategoryScore(success_rate=tool_use if c == "tool_use" else 0.0, tasks=10)
+        for c in ("tool_use", "memory", "skills", "sub_agent")
+    }
     return _e("DevSetEvaluated", round_, per_category=per, overall=0.5 * tool_use)
 
 
 def _episode(round_: int, episode: str, success: bool, tokens: int, calls: int) -> list:
-    ended = _e("EpisodeEnded", round_, episode_id=episode, input_tokens=tokens, output_tokens=0,
-               thinking_tokens=0, tool_calls=calls)
-    verdict = EX["EpisodeVerified"] if success else EX["EpisodeVerified"].model_copy(
-        update={"outcome": "failure", "criteria": [c.model_copy(update={"passed": False}) for c in EX["EpisodeVerified"].criteria]})
-    return [ended, verdict.model_copy(update={"event_id": new_event_id(), "run_id": "run-1", "round": round_,
-                                              "episode_id": episode})]
+    ended = _e(
+        "EpisodeEnded",
+        round_,
+        episode_id=episode,
+        input_tokens=tokens,
+        output_tokens=0,
+        thinking_tokens=0,
+        tool_calls=calls,
+    )
+    verdict = (
+        EX["EpisodeVerified"]
+        if success
+        else EX["EpisodeVerified"].model_copy(
+            update={
+                "outcome": "failure",
+                "criteria": [c.model_copy(update={"passed": False}) for c in EX["EpisodeVerified"].criteria],
+            }
+        )
+    )
+    return [
+        ended,
+        verdict.model_copy(
+            update={"event_id": new_event_id(), "run_id": "run-1", "round": round_, "episode_id": episode}
+        ),
+    ]
 
 
 def test_rounds_fold_dev_scores_costs_curation_and_failures(tmp_path):
     events = [
-        _dev(0, 0.0), _dev(1, 0.6),
+        _dev(0, 0.0),
+        _dev(1, 0.6),
         *_episode(0, "e1", False, 900, 9),
-        *_episode(1, "e2", True, 400, 4), *_episode(1, "e3", True, 600, 6), *_episode(1, "e4", False, 50, 1),
-        _e("TrajectoryAdmitted", 1), _e("TrajectoryAdmitted", 1), _e("TrajectoryRejected", 1),
+        *_episode(1, "e2", True, 400, 4),
+        *_episode(1, "e3", True, 600, 6),
+        *_episode(1, "e4", False, 50, 1),
+        _e("TrajectoryAdmitted", 1),
+        _e("TrajectoryAdmitted", 1),
+        _e("TrajectoryRejected", 1),
         _e("TrajectoryQuarantined", 0),
-        _e("FailureDiagnosed", 0, attribution="tool_routing"), _e("FailureDiagnosed", 1, attribution="recovery"),
+        _e("FailureDiagnosed", 0, attribution="tool_routing"),
+        _e("FailureDiagnosed", 1, attribution="recovery"),
         _e("FailureDiagnosed", 1, attribution="recovery"),
         _e("ModelVersionRegistered", 1, model_version="2"),
         _e("DevSetEvaluated", 5, run_id="another-run"),

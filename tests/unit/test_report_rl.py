@@ -17,20 +17,30 @@ EX = build_examples()
 def _events() -> list:
     t0 = EX["RolloutRequested"].occurred_at
     at = iter(t0 + timedelta(seconds=i) for i in range(100))
-    planned = EX["RolloutRequested"].model_copy(update={"episode_id": "ep-plan", "group_id": "plan-1", "occurred_at": next(at)})
-    grpo = EX["RolloutRequested"].model_copy(update={"episode_id": "ep-rl", "group_id": "grpo:1", "group_size": 2, "occurred_at": next(at)})
+    planned = EX["RolloutRequested"].model_copy(
+        update={"episode_id": "ep-plan", "group_id": "plan-1", "occurred_at": next(at)}
+    )
+    grpo = EX["RolloutRequested"].model_copy(
+        update={"episode_id": "ep-rl", "group_id": "grpo:1", "group_size": 2, "occurred_at": next(at)}
+    )
     out = [planned, grpo]
-    for episode, group, success in (("ep-plan", "plan-1", False), ("ep-rl", "grpo:1", True), ("ep-rl.g1", "grpo:1", False)):
+    for episode, group, success in (
+        ("ep-plan", "plan-1", False),
+        ("ep-rl", "grpo:1", True),
+        ("ep-rl.g1", "grpo:1", False),
+    ):
         out += [
             EX["EpisodeStarted"].model_copy(update={"episode_id": episode, "group_id": group, "occurred_at": next(at)}),
             EX["EpisodeEnded"].model_copy(update={"episode_id": episode, "occurred_at": next(at)}),
-            EX["EpisodeVerified"].model_copy(update={"episode_id": episode, "outcome": "success" if success else "failure",
-                                                     "occurred_at": next(at)}),
+            EX["EpisodeVerified"].model_copy(
+                update={"episode_id": episode, "outcome": "success" if success else "failure", "occurred_at": next(at)}
+            ),
         ]
     out += [
         EX["TrainingRunCompleted"].model_copy(update={"metrics": {"rl_steps": 3.0}, "occurred_at": next(at)}),
-        EX["RewardScheduleSelected"].model_copy(update={"previous": "partial_credit", "schedule": "outcome_only",
-                                                        "occurred_at": next(at)}),
+        EX["RewardScheduleSelected"].model_copy(
+            update={"previous": "partial_credit", "schedule": "outcome_only", "occurred_at": next(at)}
+        ),
     ]
     return out
 
@@ -49,7 +59,9 @@ def test_the_round_line_shows_the_grpo_steps(tmp_path) -> None:  # noqa: ANN001
     try:
         ensure_topics(bus)
         events = _events()
-        publish_all(bus, [*events, EX["ModelVersionRegistered"].model_copy(update={"occurred_at": events[-1].occurred_at})])
+        publish_all(
+            bus, [*events, EX["ModelVersionRegistered"].model_copy(update={"occurred_at": events[-1].occurred_at})]
+        )
         monitor = RunMonitor(bus, "run-0001")
         monitor.update()
     finally:

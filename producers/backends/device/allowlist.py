@@ -33,7 +33,9 @@ class AdbGate:
 
     def check(self, op: AdbOperation) -> None:
         if op.kind not in self.allowed:
-            raise OperationDenied(f"adb operation {op.kind} is not allowed here; allowed: {', '.join(sorted(self.allowed))}")
+            raise OperationDenied(
+                f"adb operation {op.kind} is not allowed here; allowed: {', '.join(sorted(self.allowed))}"
+            )
         program = PROGRAMS[op.kind]
         if op.argv[: len(program)] != program:
             raise OperationDenied(f"{op.kind} must run {' '.join(program)}, not {op.argv[0]!r}")

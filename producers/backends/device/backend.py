@@ -37,8 +37,10 @@ def connect_device(serial: str | None, host: str = "127.0.0.1", port: int = 5037
         serial = attached[0]
     if serial is None or serial not in attached:
         wanted = serial or "any device"
-        raise NoDevice(f"no device: {wanted} is not attached to the adb server at {host}:{port} "
-                       f"(attached: {', '.join(attached) or 'none'})")
+        raise NoDevice(
+            f"no device: {wanted} is not attached to the adb server at {host}:{port} "
+            f"(attached: {', '.join(attached) or 'none'})"
+        )
     return client.device(serial)
 
 
@@ -75,7 +77,9 @@ class DeviceBackend:
     def _step(self, call: ToolCall) -> Observation:
         tool = self._tools.get(call.name)
         if tool is None:
-            return _error("unknown_tool", f"{call.name} is not a device tool here; tools: {', '.join(sorted(self._tools))}")
+            return _error(
+                "unknown_tool", f"{call.name} is not a device tool here; tools: {', '.join(sorted(self._tools))}"
+            )
         bad = next(iter(Draft202012Validator(tool.spec.parameters).iter_errors(call.args)), None)
         if bad is not None:
             return _error("invalid_argument", f"args{''.join(f'[{p!r}]' for p in bad.path)}: {bad.message}")
@@ -100,4 +104,3 @@ class DeviceBackend:
 
     def close(self) -> None:
         self._calls = []
-

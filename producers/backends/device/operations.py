@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-OperationKind = Literal["am_start", "content_query", "input_tap", "input_swipe", "input_text", "input_keyevent", "screencap"]
+OperationKind = Literal[
+    "am_start", "content_query", "input_tap", "input_swipe", "input_text", "input_keyevent", "screencap"
+]
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "am_start": ("am", "start"),
     "content_query": ("content", "query"),
@@ -57,8 +59,13 @@ def _coord(value: int, what: str) -> str:
     return str(value)
 
 
-def am_start(package: str, activity: str | None = None, action: str | None = None, data: str | None = None,
-             extras: dict[str, str] | None = None) -> AdbOperation:
+def am_start(
+    package: str,
+    activity: str | None = None,
+    action: str | None = None,
+    data: str | None = None,
+    extras: dict[str, str] | None = None,
+) -> AdbOperation:
     argv = [*PROGRAMS["am_start"], "-W"]
     if action:
         argv += ["-a", _check(INTENT_ACTION, action, "intent action")]

@@ -17,6 +17,7 @@ def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 _INT = {"type": "integer", "minimum": 0, "maximum": ops.MAX_COORD}
 _STR = {"type": "string", "maxLength": 512}
 
+
 @dataclass(frozen=True)
 class DeviceTool:
     """A tool, the operation kind it runs, and the builder that turns its arguments into that operation."""
@@ -34,8 +35,13 @@ DEVICE_TOOLS: dict[str, DeviceTool] = {
                 name="device.start_activity",
                 description="Start an app activity with an intent (package, optional activity, action, data URI, string extras).",
                 parameters=_obj(
-                    {"package": _STR, "activity": _STR, "action": _STR, "data": _STR,
-                     "extras": {"type": "object", "additionalProperties": _STR}},
+                    {
+                        "package": _STR,
+                        "activity": _STR,
+                        "action": _STR,
+                        "data": _STR,
+                        "extras": {"type": "object", "additionalProperties": _STR},
+                    },
                     ["package"],
                 ),
                 writes=True,
@@ -53,8 +59,12 @@ DEVICE_TOOLS: dict[str, DeviceTool] = {
             "content_query",
         ),
         (
-            ToolSpec(name="device.tap", description="Tap the screen at (x, y) pixels.",
-                     parameters=_obj({"x": _INT, "y": _INT}, ["x", "y"]), writes=True),
+            ToolSpec(
+                name="device.tap",
+                description="Tap the screen at (x, y) pixels.",
+                parameters=_obj({"x": _INT, "y": _INT}, ["x", "y"]),
+                writes=True,
+            ),
             ops.input_tap,
             "input_tap",
         ),
@@ -62,28 +72,40 @@ DEVICE_TOOLS: dict[str, DeviceTool] = {
             ToolSpec(
                 name="device.swipe",
                 description="Swipe from (x1, y1) to (x2, y2) over duration_ms.",
-                parameters=_obj({"x1": _INT, "y1": _INT, "x2": _INT, "y2": _INT, "duration_ms": _INT},
-                                ["x1", "y1", "x2", "y2"]),
+                parameters=_obj(
+                    {"x1": _INT, "y1": _INT, "x2": _INT, "y2": _INT, "duration_ms": _INT}, ["x1", "y1", "x2", "y2"]
+                ),
                 writes=True,
             ),
             ops.input_swipe,
             "input_swipe",
         ),
         (
-            ToolSpec(name="device.type_text", description="Type text into the focused field.",
-                     parameters=_obj({"text": _STR}, ["text"]), writes=True),
+            ToolSpec(
+                name="device.type_text",
+                description="Type text into the focused field.",
+                parameters=_obj({"text": _STR}, ["text"]),
+                writes=True,
+            ),
             ops.input_text,
             "input_text",
         ),
         (
-            ToolSpec(name="device.press_key", description=f"Press a key: {', '.join(ops.KEYCODES)}.",
-                     parameters=_obj({"key": {"enum": list(ops.KEYCODES)}}, ["key"]), writes=True),
+            ToolSpec(
+                name="device.press_key",
+                description=f"Press a key: {', '.join(ops.KEYCODES)}.",
+                parameters=_obj({"key": {"enum": list(ops.KEYCODES)}}, ["key"]),
+                writes=True,
+            ),
             ops.input_keyevent,
             "input_keyevent",
         ),
         (
-            ToolSpec(name="device.screenshot", description="Take a screenshot (stored as a PNG blob).",
-                     parameters=_obj({}, [])),
+            ToolSpec(
+                name="device.screenshot",
+                description="Take a screenshot (stored as a PNG blob).",
+                parameters=_obj({}, []),
+            ),
             ops.screencap,
             "screencap",
         ),

@@ -71,9 +71,7 @@ class LlmSimBackend:
 
     def step(self, call: ToolCall) -> Observation:
         observation = self._step(call)
-        self._calls.append(
-            {"tool": call.name, "args": call.args, "observation": observation.model_dump(mode="json")}
-        )
+        self._calls.append({"tool": call.name, "args": call.args, "observation": observation.model_dump(mode="json")})
         return observation
 
     def _step(self, call: ToolCall) -> Observation:

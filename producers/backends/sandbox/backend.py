@@ -18,7 +18,9 @@ _CACHE_SIZE = 4096
 
 
 def _error(code: Any, message: str, retryable: bool = False) -> Observation:
-    return Observation.model_construct(result=None, error=ToolError(code=code, message=message[:4000], retryable=retryable), changes=[], flags=[])
+    return Observation.model_construct(
+        result=None, error=ToolError(code=code, message=message[:4000], retryable=retryable), changes=[], flags=[]
+    )
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -54,14 +56,26 @@ class SandboxBackend:
         self._world = World(self.initial_state(task, task.initial_conditions.seed if seed is None else seed))
         self._calls = []
         self._specs = [TOOLS[name].spec for name in task.tools]
-        return Observation.model_construct(result={"goal": task.goal, "now": self._world.base["system"]["device"]["now"]}, error=None, changes=[], flags=[])
+        return Observation.model_construct(
+            result={"goal": task.goal, "now": self._world.base["system"]["device"]["now"]},
+            error=None,
+            changes=[],
+            flags=[],
+        )
 
     def tools(self) -> list[ToolSpec]:
         return list(self._specs)
 
     def step(self, call: ToolCall) -> Observation:
         obs = self._execute(call)
-        self._calls.append({"name": call.name, "args": call.args, "ok": obs.error is None, "error": None if obs.error is None else obs.error.code})
+        self._calls.append(
+            {
+                "name": call.name,
+                "args": call.args,
+                "ok": obs.error is None,
+                "error": None if obs.error is None else obs.error.code,
+            }
+        )
         return obs
 
     def _execute(self, call: ToolCall) -> Observation:

@@ -15,7 +15,9 @@ from producers.backends.sandbox.world import State
 
 APP_NAMES: tuple[str, ...] = tuple(app.TOOLS.app for app in APPS)
 TOOLS: Mapping[str, Tool] = MappingProxyType({t.name: t for app in APPS for t in app.TOOLS.tools})
-RECORDS: Mapping[tuple[str, str], type] = MappingProxyType({(app.TOOLS.app, coll): rec for app in APPS for coll, rec in app.TOOLS.records.items()})
+RECORDS: Mapping[tuple[str, str], type] = MappingProxyType(
+    {(app.TOOLS.app, coll): rec for app in APPS for coll, rec in app.TOOLS.records.items()}
+)
 if len(TOOLS) != sum(len(app.TOOLS.tools) for app in APPS):
     raise RuntimeError("two tools share a name")
 

@@ -22,9 +22,7 @@ _STREETS = (
     "Oak Maple Cedar Pine Birch Elm Harbor River Lake Hill Garden Mill Bridge Park Church Station Market "
     "Castle Meadow Forest Willow Sunset Valley Spring Orchard Quarry Canal Chapel Beacon Summit"
 ).split()
-_CITIES = (
-    "Lisbon Porto Madrid Seville Paris Lyon Berlin Munich Vienna Prague Rome Milan Dublin Oslo Athens"
-).split()
+_CITIES = ("Lisbon Porto Madrid Seville Paris Lyon Berlin Munich Vienna Prague Rome Milan Dublin Oslo Athens").split()
 _VENUES = (
     "Saffron Basil Olive Copper Juniper Harbor Lantern Fig Ember Tamarind Clove Sage Pepper Walnut "
     "Indigo Marigold Cinder Thyme Ginger Hazel Laurel Mango Nutmeg Quince Rye Sumac Tulip Umber Vanilla Wasabi"

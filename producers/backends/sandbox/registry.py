@@ -148,13 +148,34 @@ class AppTools:
 
         return register
 
-    def generated(self, fn: ToolFn, name: str, doc: str, args: type[Args], result: Any, *, writes: bool = False, example: Mapping[str, Any] | None = None, errors: Mapping[str, str] | None = None) -> None:
+    def generated(
+        self,
+        fn: ToolFn,
+        name: str,
+        doc: str,
+        args: type[Args],
+        result: Any,
+        *,
+        writes: bool = False,
+        example: Mapping[str, Any] | None = None,
+        errors: Mapping[str, str] | None = None,
+    ) -> None:
         """Register a tool built by a factory below (its name, doc and types are given, not written)."""
         fn.__name__, fn.__doc__ = name, doc
         fn.__annotations__ = {fn.__code__.co_varnames[0]: World, fn.__code__.co_varnames[1]: args, "return": result}
         self.tool(writes=writes, example=example, errors=errors)(fn)
 
-    def collection(self, coll: str, record: type, *, noun: str, search: tuple[str, ...], example_id: str, plural: str | None = None, delete: bool = False) -> None:
+    def collection(
+        self,
+        coll: str,
+        record: type,
+        *,
+        noun: str,
+        search: tuple[str, ...],
+        example_id: str,
+        plural: str | None = None,
+        delete: bool = False,
+    ) -> None:
         """The routine tools of a collection: ``list_<plural>``, ``get_<noun>``, ``search_<plural>`` (and ``delete_<noun>``)."""
         plural = plural or f"{noun}s"
         app = self.app
@@ -170,19 +191,49 @@ class AppTools:
 
         def search_(world: World, args: SearchArgs) -> list[Any]:
             needle = args.query.lower()
-            return [r for r in world.table(app, coll).values() if any(needle in str(r.get(f, "")).lower() for f in search)][: args.limit]
+            return [
+                r for r in world.table(app, coll).values() if any(needle in str(r.get(f, "")).lower() for f in search)
+            ][: args.limit]
 
         def delete_(world: World, args: IdArgs) -> Any:
             world.get(app, coll, args.id, noun)
             return world.delete(app, coll, args.id)
 
         self.generated(list_, f"list_{plural}", f"List {plural} (paged).", ListArgs, list[record])
-        self.generated(get, f"get_{noun}", f"Get one {noun} by id.", IdArgs, record, example={"id": example_id}, errors=not_found)
-        self.generated(search_, f"search_{plural}", f"Search {plural} by {', '.join(search)}.", SearchArgs, list[record], example={"query": "a"})
+        self.generated(
+            get, f"get_{noun}", f"Get one {noun} by id.", IdArgs, record, example={"id": example_id}, errors=not_found
+        )
+        self.generated(
+            search_,
+            f"search_{plural}",
+            f"Search {plural} by {', '.join(search)}.",
+            SearchArgs,
+            list[record],
+            example={"query": "a"},
+        )
         if delete:
-            self.generated(delete_, f"delete_{noun}", f"Delete a {noun}.", IdArgs, record, writes=True, example={"id": example_id}, errors=not_found)
+            self.generated(
+                delete_,
+                f"delete_{noun}",
+                f"Delete a {noun}.",
+                IdArgs,
+                record,
+                writes=True,
+                example={"id": example_id},
+                errors=not_found,
+            )
 
-    def flag(self, coll: str, field_name: str, record: type, *, noun: str, on: tuple[str, str], off: tuple[str, str], example_id: str) -> None:
+    def flag(
+        self,
+        coll: str,
+        field_name: str,
+        record: type,
+        *,
+        noun: str,
+        on: tuple[str, str],
+        off: tuple[str, str],
+        example_id: str,
+    ) -> None:
         """A pair of tools that set and clear a boolean field of a record; setting the current value is a conflict."""
         app = self.app
         self.records[coll] = record
@@ -212,7 +263,11 @@ class AppTools:
     ) -> None:
         """A pair of tools that add an item to / remove it from a list field (attendees, tags, albums...)."""
         app = self.app
-        args_model = create_model(f"{noun.title()}{list_field.title()}Args", __base__=Args, **{owner_arg: (str, ...), member_arg: (str, Field(min_length=1, max_length=64))})  # type: ignore[call-overload]
+        args_model = create_model(
+            f"{noun.title()}{list_field.title()}Args",
+            __base__=Args,
+            **{owner_arg: (str, ...), member_arg: (str, Field(min_length=1, max_length=64))},
+        )  # type: ignore[call-overload]
 
         def add_(world: World, args: Any) -> Any:
             owner_id, item = getattr(args, owner_arg), getattr(args, member_arg)
@@ -230,6 +285,18 @@ class AppTools:
                 raise ToolFailure("not_found", f"{item!r} is not in {list_field} of {noun} {owner_id}")
             return world.patch(app, coll, owner_id, **{list_field: [x for x in current if x != item]})
 
-        added = {"not_found": f"no such {noun}" + (f" or {member_of[2]}" if member_of else ""), "conflict": f"already in {list_field}"}
+        added = {
+            "not_found": f"no such {noun}" + (f" or {member_of[2]}" if member_of else ""),
+            "conflict": f"already in {list_field}",
+        }
         self.generated(add_, add[0], add[1], args_model, record, writes=True, example=example, errors=added)
-        self.generated(remove_, remove[0], remove[1], args_model, record, writes=True, example=example, errors={"not_found": f"no such {noun}, or the item is not in its {list_field}"})
+        self.generated(
+            remove_,
+            remove[0],
+            remove[1],
+            args_model,
+            record,
+            writes=True,
+            example=example,
+            errors={"not_found": f"no such {noun}, or the item is not in its {list_field}"},
+        )

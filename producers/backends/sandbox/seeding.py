@@ -20,7 +20,11 @@ def day(offset: int) -> str:
 
 
 def at(offset_days: int, hour: int, minute: int = 0) -> str:
-    return datetime.combine(TODAY + timedelta(days=offset_days), datetime.min.time()).replace(hour=hour, minute=minute).isoformat(timespec="minutes")
+    return (
+        datetime.combine(TODAY + timedelta(days=offset_days), datetime.min.time())
+        .replace(hour=hour, minute=minute)
+        .isoformat(timespec="minutes")
+    )
 
 
 def parse_day(value: str) -> date:

@@ -124,7 +124,7 @@ def _numbers(text: str) -> list[float]:
 def answer_slot(answer: str) -> str:
     """The text after the last ``answer:`` / ``answer is`` marker, or the whole answer when it has none."""
     marks = list(_SLOT.finditer(answer))
-    return answer[marks[-1].end():] if marks else answer
+    return answer[marks[-1].end() :] if marks else answer
 
 
 def _echoes(goal: str) -> list[str]:
@@ -181,7 +181,9 @@ def _rivals(expected: list[str], world: Mapping[str, Any] | None) -> set[str]:
 def _goal_options(goal: str) -> set[str]:
     """Options the goal itself offers: quoted phrases ('transit') and parenthesised alternatives (yes or no)."""
     quoted = re.findall(r"(?<!\w)['\"]([^'\"]{1,60})['\"](?!\w)", goal)
-    alternatives = [a for group in re.findall(r"\(([^()]{1,80})\)", goal) if " or " in group for a in group.split(" or ")]
+    alternatives = [
+        a for group in re.findall(r"\(([^()]{1,80})\)", goal) if " or " in group for a in group.split(" or ")
+    ]
     return {o for o in (_norm(x) for x in [*quoted, *alternatives]) if o}
 
 
@@ -241,8 +243,9 @@ def _format(value: float | None) -> str:
     return "" if value is None else (str(int(value)) if value == int(value) else str(value))
 
 
-def check_collateral(c: NoCollateralCriterion, initial: Mapping[str, Any], final: Mapping[str, Any],
-                     changed: list[str] | None = None) -> Check:
+def check_collateral(
+    c: NoCollateralCriterion, initial: Mapping[str, Any], final: Mapping[str, Any], changed: list[str] | None = None
+) -> Check:
     """Every changed path lies under an allowed prefix; ``changed`` (lean evidence's delta) spares the diff."""
     paths = changed if changed is not None else [ch.path for ch in diff(initial, final)]
     stray = [p for p in paths if not any(p == a or p.startswith(a.rstrip("/") + "/") for a in c.allowed_paths)]
@@ -269,7 +272,8 @@ def verify(task: TaskSpecified, evidence: Evidence | LeanEvidence, final_answer:
         if isinstance(c, StateCriterion):
             fn = PREDICATES.get(c.predicate)
             passed, detail = (
-                fn(_state(evidence, "initial_state"), _state(evidence, "final_state"), c.params) if fn
+                fn(_state(evidence, "initial_state"), _state(evidence, "final_state"), c.params)
+                if fn
                 else (False, f"unknown predicate {c.predicate}")
             )
         elif isinstance(c, AnswerCriterion):

@@ -8,7 +8,17 @@ from bus_schemas.actions import Finish, MemoryRead
 from producers.tasks.template import Ctx, Instance, Solver, Template, call, equals, exists, memory, only, pay
 from producers.tasks.templates.tool_use import WALLET_PATHS
 
-ALIASES = ("sister", "brother", "best friend", "landlord", "accountant", "personal trainer", "cousin", "babysitter", "neighbour")
+ALIASES = (
+    "sister",
+    "brother",
+    "best friend",
+    "landlord",
+    "accountant",
+    "personal trainer",
+    "cousin",
+    "babysitter",
+    "neighbour",
+)
 
 
 def _people(ctx: Ctx, n: int) -> list[dict]:
@@ -34,7 +44,15 @@ def text_relation(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Text my {alias} that I'm running late.",
-        criteria=[exists("texted", "an outgoing text to the right person mentioning being late", "/messages/messages", {"contact_id": person["id"], "direction": "out", "text__contains": "late"}), only("/messages/messages")],
+        criteria=[
+            exists(
+                "texted",
+                "an outgoing text to the right person mentioning being late",
+                "/messages/messages",
+                {"contact_id": person["id"], "direction": "out", "text__contains": "late"},
+            ),
+            only("/messages/messages"),
+        ],
         solve=solve,
         memories=memory(*facts),
     )
@@ -50,7 +68,12 @@ def wake_alarm(ctx: Ctx) -> Instance:
 
     return Instance(
         goal="Set my usual weekday wake-up alarm.",
-        criteria=[exists("alarm_set", "an enabled alarm at the remembered time", "/clock/alarms", {"time": time, "enabled": True}), only("/clock/alarms")],
+        criteria=[
+            exists(
+                "alarm_set", "an enabled alarm at the remembered time", "/clock/alarms", {"time": time, "enabled": True}
+            ),
+            only("/clock/alarms"),
+        ],
         solve=solve,
         memories=memory(f"On weekdays I wake up at {time}.", "I like my coffee black.", "I go to bed around 23:00."),
     )
@@ -68,9 +91,20 @@ def usual_order(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Order my usual from {rest['name']}.",
-        criteria=[exists("ordered", "a placed order for the remembered dish", "/food/orders", {"total__approx": round(dish["price"] + 3.5, 2), "status": "placed"}), only("/food/orders", "/food/cart")],
+        criteria=[
+            exists(
+                "ordered",
+                "a placed order for the remembered dish",
+                "/food/orders",
+                {"total__approx": round(dish["price"] + 3.5, 2), "status": "placed"},
+            ),
+            only("/food/orders", "/food/cart"),
+        ],
         solve=solve,
-        memories=memory(f"My usual order at {rest['name']} is the {dish['name']}.", f"I am allergic to {ctx.pick(('peanuts', 'shellfish', 'kiwi'))}."),
+        memories=memory(
+            f"My usual order at {rest['name']} is the {dish['name']}.",
+            f"I am allergic to {ctx.pick(('peanuts', 'shellfish', 'kiwi'))}.",
+        ),
     )
 
 
@@ -87,7 +121,15 @@ def ride_to_gym(ctx: Ctx) -> Instance:
 
     return Instance(
         goal="Book me a comfort ride from home to my gym.",
-        criteria=[exists("ride_confirmed", "a confirmed comfort ride to the remembered gym", "/rides/rides", {"pickup": "pl_1", "dropoff": gym["id"], "product": "comfort", "status": "confirmed"}), only("/rides/rides")],
+        criteria=[
+            exists(
+                "ride_confirmed",
+                "a confirmed comfort ride to the remembered gym",
+                "/rides/rides",
+                {"pickup": "pl_1", "dropoff": gym["id"], "product": "comfort", "status": "confirmed"},
+            ),
+            only("/rides/rides"),
+        ],
         solve=solve,
         fixtures={"/settings/permissions/rides.location": True},
         memories=memory(f"I work out at {gym['name']}.", "My office is the Work place in maps."),
@@ -96,9 +138,17 @@ def ride_to_gym(ctx: Ctx) -> Instance:
 
 def hotel_prefs(ctx: Ctx) -> Instance:
     city = ctx.pick(sorted({h["city"] for h in ctx.rows("travel", "hotels")}))
-    hotels = sorted((h for h in ctx.rows("travel", "hotels") if h["city"] == city), key=lambda h: (h["nightly"], h["id"]))
+    hotels = sorted(
+        (h for h in ctx.rows("travel", "hotels") if h["city"] == city), key=lambda h: (h["nightly"], h["id"])
+    )
     chosen = ctx.pick(hotels)
-    fixtures = {f"/travel/hotels/{h['id']}": {**h, "breakfast": h is chosen or (h["nightly"] > chosen["nightly"] and h["breakfast"])} for h in hotels}
+    fixtures = {
+        f"/travel/hotels/{h['id']}": {
+            **h,
+            "breakfast": h is chosen or (h["nightly"] > chosen["nightly"] and h["breakfast"]),
+        }
+        for h in hotels
+    }
     budget = math.ceil(chosen["nightly"]) + 5
     nights, check_in = ctx.rng.randrange(1, 5), ctx.pick(("2026-03-06", "2026-03-13", "2026-03-20"))
 
@@ -111,10 +161,22 @@ def hotel_prefs(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Book me {nights} night(s) in {city} from {check_in}, following my hotel preferences; take the cheapest hotel that fits them.",
-        criteria=[exists("booked", "the cheapest hotel matching the remembered preferences", "/travel/bookings", {"kind": "hotel", "ref": chosen["id"], "nights": nights, "check_in": check_in, "status": "confirmed"}), only("/travel/bookings")],
+        criteria=[
+            exists(
+                "booked",
+                "the cheapest hotel matching the remembered preferences",
+                "/travel/bookings",
+                {"kind": "hotel", "ref": chosen["id"], "nights": nights, "check_in": check_in, "status": "confirmed"},
+            ),
+            only("/travel/bookings"),
+        ],
         solve=solve,
         fixtures=fixtures,
-        memories=memory("I only stay at hotels that serve breakfast.", f"I never pay more than ${budget} a night for a hotel.", "I prefer aisle seats on flights."),
+        memories=memory(
+            "I only stay at hotels that serve breakfast.",
+            f"I never pay more than ${budget} a night for a hotel.",
+            "I prefer aisle seats on flights.",
+        ),
     )
 
 
@@ -131,26 +193,74 @@ def owe_money(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Pay back what I owe my {alias}.",
-        criteria=[exists("paid", "a completed payment of the remembered amount to the right person", "/wallet/transactions", {"contact_id": person["id"], "amount__approx": -amount}), only(*WALLET_PATHS)],
+        criteria=[
+            exists(
+                "paid",
+                "a completed payment of the remembered amount to the right person",
+                "/wallet/transactions",
+                {"contact_id": person["id"], "amount__approx": -amount},
+            ),
+            only(*WALLET_PATHS),
+        ],
         solve=solve,
         memories=memory(*facts, f"I owe my {alias} ${amount:.2f} for {thing}."),
     )
 
 
 TEMPLATES = (
-    Template("mem.text_relation", "memory", 1, ("information_acquisition", "argument_grounding"), ("contacts", "messages"), text_relation),
+    Template(
+        "mem.text_relation",
+        "memory",
+        1,
+        ("information_acquisition", "argument_grounding"),
+        ("contacts", "messages"),
+        text_relation,
+    ),
     Template("mem.wake_alarm", "memory", 1, ("information_acquisition", "argument_grounding"), ("clock",), wake_alarm),
-    Template("mem.usual_order", "memory", 2, ("information_acquisition", "multi_step_dependency", "verified_completion"), ("food",), usual_order),
-    Template("mem.ride_to_gym", "memory", 2, ("information_acquisition", "multi_step_dependency"), ("maps", "rides"), ride_to_gym),
-    Template("mem.hotel_prefs", "memory", 3, ("information_acquisition", "argument_grounding", "verified_completion"), ("travel",), hotel_prefs),
-    Template("mem.owe_money", "memory", 3, ("information_acquisition", "multi_step_dependency", "verified_completion"), ("contacts", "wallet"), owe_money),
+    Template(
+        "mem.usual_order",
+        "memory",
+        2,
+        ("information_acquisition", "multi_step_dependency", "verified_completion"),
+        ("food",),
+        usual_order,
+    ),
+    Template(
+        "mem.ride_to_gym",
+        "memory",
+        2,
+        ("information_acquisition", "multi_step_dependency"),
+        ("maps", "rides"),
+        ride_to_gym,
+    ),
+    Template(
+        "mem.hotel_prefs",
+        "memory",
+        3,
+        ("information_acquisition", "argument_grounding", "verified_completion"),
+        ("travel",),
+        hotel_prefs,
+    ),
+    Template(
+        "mem.owe_money",
+        "memory",
+        3,
+        ("information_acquisition", "multi_step_dependency", "verified_completion"),
+        ("contacts", "wallet"),
+        owe_money,
+    ),
 )
 
 
 def workout_playlist(ctx: Ctx) -> Instance:
-    names = ctx.rng.sample(ctx.part(("Pump", "Cardio Mix", "Run Club", "Sweat", "Power Hour", "Beast Mode", "Tempo", "Lift", "Sprint")), 3)
+    names = ctx.rng.sample(
+        ctx.part(("Pump", "Cardio Mix", "Run Club", "Sweat", "Power Hour", "Beast Mode", "Tempo", "Lift", "Sprint")), 3
+    )
     tracks = sorted(ctx.world["music"]["tracks"])
-    fixtures = {f"/music/playlists/pls_9{i}": {"id": f"pls_9{i}", "name": name, "track_ids": ctx.rng.sample(tracks, 3)} for i, name in enumerate(names)}
+    fixtures = {
+        f"/music/playlists/pls_9{i}": {"id": f"pls_9{i}", "name": name, "track_ids": ctx.rng.sample(tracks, 3)}
+        for i, name in enumerate(names)
+    }
     first = fixtures["/music/playlists/pls_90"]["track_ids"][0]
 
     def solve() -> Solver:
@@ -161,11 +271,25 @@ def workout_playlist(ctx: Ctx) -> Instance:
 
     return Instance(
         goal="Play my workout playlist.",
-        criteria=[equals("playing", "the remembered playlist is playing", "/music/player/state", where={"track_id": first, "playing": True}), only("/music/player")],
+        criteria=[
+            equals(
+                "playing",
+                "the remembered playlist is playing",
+                "/music/player/state",
+                where={"track_id": first, "playing": True},
+            ),
+            only("/music/player"),
+        ],
         solve=solve,
         fixtures=fixtures,
-        memories=memory(f"My workout playlist is '{names[0]}'.", f"'{names[1]}' is my partner's playlist, don't use it."),
+        memories=memory(
+            f"My workout playlist is '{names[0]}'.", f"'{names[1]}' is my partner's playlist, don't use it."
+        ),
     )
 
 
-TEMPLATES += (Template("mem.workout_playlist", "memory", 1, ("information_acquisition", "tool_routing"), ("music",), workout_playlist),)
+TEMPLATES += (
+    Template(
+        "mem.workout_playlist", "memory", 1, ("information_acquisition", "tool_routing"), ("music",), workout_playlist
+    ),
+)

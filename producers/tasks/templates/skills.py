@@ -11,8 +11,19 @@ from producers.tasks.template import Ctx, Instance, Solver, Template, answer, ca
 def join_wifi(ctx: Ctx) -> Instance:
     net = ctx.world["settings"]["networks"]["net_2"]
     password = f"{net['ssid'].lower()}-{ctx.rng.randrange(1000, 9999)}"
-    note = {"id": "note_90", "title": f"{net['ssid']} wifi", "body": f"password: {password}", "folder": "personal", "tags": [], "pinned": False}
-    fixtures = {"/settings/values/wifi": False, "/settings/networks/net_2": {**net, "password": password}, "/notes/notes/note_90": note}
+    note = {
+        "id": "note_90",
+        "title": f"{net['ssid']} wifi",
+        "body": f"password: {password}",
+        "folder": "personal",
+        "tags": [],
+        "pinned": False,
+    }
+    fixtures = {
+        "/settings/values/wifi": False,
+        "/settings/networks/net_2": {**net, "password": password},
+        "/notes/notes/note_90": note,
+    }
 
     def solve() -> Solver:
         yield SkillLoad(name="join_wifi")
@@ -24,7 +35,11 @@ def join_wifi(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Connect the phone to the {net['ssid']} wifi. The password is somewhere in my notes.",
-        criteria=[equals("joined", "connected to the network", "/settings/networks/net_2", where={"connected": True}), equals("wifi_on", "wifi is on", "/settings/values/wifi", value=True), only("/settings/values/wifi", "/settings/networks")],
+        criteria=[
+            equals("joined", "connected to the network", "/settings/networks/net_2", where={"connected": True}),
+            equals("wifi_on", "wifi is on", "/settings/values/wifi", value=True),
+            only("/settings/values/wifi", "/settings/networks"),
+        ],
         solve=solve,
         fixtures=fixtures,
     )
@@ -45,7 +60,12 @@ def focus_session(ctx: Ctx) -> Instance:
         criteria=[
             equals("dnd", "do-not-disturb is on", "/settings/values/do_not_disturb", value=True),
             equals("silent", "the ringer is muted", "/settings/values/ring_volume", value=0),
-            exists("timer", "a focus timer of that length runs", "/clock/timers", {"minutes": minutes, "label__contains": "focus", "running": True}),
+            exists(
+                "timer",
+                "a focus timer of that length runs",
+                "/clock/timers",
+                {"minutes": minutes, "label__contains": "focus", "running": True},
+            ),
             only("/settings/values/do_not_disturb", "/settings/values/ring_volume", "/clock/timers"),
         ],
         solve=solve,
@@ -67,7 +87,15 @@ def share_eta(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Let {person['name']} know when I'll get to {place['name']}.",
-        criteria=[exists("eta_sent", "the contact got an ETA text for that place", "/messages/messages", {"contact_id": person["id"], "direction": "out", "text__contains": place["name"]}), only("/messages/messages", "/settings/permissions/maps.location")],
+        criteria=[
+            exists(
+                "eta_sent",
+                "the contact got an ETA text for that place",
+                "/messages/messages",
+                {"contact_id": person["id"], "direction": "out", "text__contains": place["name"]},
+            ),
+            only("/messages/messages", "/settings/permissions/maps.location"),
+        ],
         solve=solve,
         fixtures={"/settings/permissions/maps.location": False},
     )
@@ -77,8 +105,19 @@ def expense_receipts(ctx: Ctx) -> Instance:
     manager = ctx.pick(ctx.rows("contacts", "contacts"))
     receipts = sorted(e["id"] for e in ctx.rows("email", "emails") if e["folder"] == "receipts")
     subjects = {e["id"]: e["subject"] for e in ctx.rows("email", "emails")}
-    criteria = [exists(f"fwd_{r}", f"receipt {r} forwarded to the manager", "/email/emails", {"subject": f"Fwd: {subjects[r]}", "to__has": manager["email"], "folder": "sent"}) for r in receipts]
-    criteria += [equals(f"archived_{r}", f"receipt {r} archived", f"/email/emails/{r}", where={"folder": "archive"}) for r in receipts]
+    criteria = [
+        exists(
+            f"fwd_{r}",
+            f"receipt {r} forwarded to the manager",
+            "/email/emails",
+            {"subject": f"Fwd: {subjects[r]}", "to__has": manager["email"], "folder": "sent"},
+        )
+        for r in receipts
+    ]
+    criteria += [
+        equals(f"archived_{r}", f"receipt {r} archived", f"/email/emails/{r}", where={"folder": "archive"})
+        for r in receipts
+    ]
 
     def solve() -> Solver:
         yield SkillLoad(name="expense_receipts")
@@ -105,17 +144,41 @@ def dinner_invite(ctx: Ctx) -> Instance:
         yield SkillLoad(name="dinner_invite")
         who = yield call("contacts.search_contacts", query=person["name"])
         cid = who.result[0]["id"]
-        event = yield call("calendar.create_event", title=f"Dinner with {first}", start=f"{day}T19:00", end=f"{day}T21:00", location=rest["name"], attendees=[cid])
+        event = yield call(
+            "calendar.create_event",
+            title=f"Dinner with {first}",
+            start=f"{day}T19:00",
+            end=f"{day}T21:00",
+            location=rest["name"],
+            attendees=[cid],
+        )
         yield call("calendar.set_reminder", event_id=event.result["id"], minutes_before=60)
         yield call("messages.send", contact_id=cid, text=f"Dinner at {rest['name']} on {day} at 19:00?")
         yield Finish(answer="Invited.")
 
-    where = {"title__contains": "dinner", "start": f"{day}T19:00", "end": f"{day}T21:00", "attendees__has": person["id"], "location__contains": rest["name"], "reminder_min": 60}
+    where = {
+        "title__contains": "dinner",
+        "start": f"{day}T19:00",
+        "end": f"{day}T21:00",
+        "attendees__has": person["id"],
+        "location__contains": rest["name"],
+        "reminder_min": 60,
+    }
     return Instance(
         goal=f"Invite {person['name']} to dinner at {rest['name']} on {day} at 19:00.",
         criteria=[
-            exists("event", "a two-hour dinner event with the guest, place and a 1-hour reminder", "/calendar/events", where),
-            exists("invite_text", "the guest got a text naming the restaurant", "/messages/messages", {"contact_id": person["id"], "direction": "out", "text__contains": rest["name"]}),
+            exists(
+                "event",
+                "a two-hour dinner event with the guest, place and a 1-hour reminder",
+                "/calendar/events",
+                where,
+            ),
+            exists(
+                "invite_text",
+                "the guest got a text naming the restaurant",
+                "/messages/messages",
+                {"contact_id": person["id"], "direction": "out", "text__contains": rest["name"]},
+            ),
             only("/calendar/events", "/messages/messages"),
         ],
         solve=solve,
@@ -126,7 +189,10 @@ def trip_prep(ctx: Ctx) -> Instance:
     alarm_times = {a["time"] for a in ctx.rows("clock", "alarms")}
 
     def fits(f: dict) -> bool:
-        return f["stops"] == 0 and (datetime.fromisoformat(f["depart"]) - timedelta(hours=3)).strftime("%H:%M") not in alarm_times
+        return (
+            f["stops"] == 0
+            and (datetime.fromisoformat(f["depart"]) - timedelta(hours=3)).strftime("%H:%M") not in alarm_times
+        )
 
     flights = ctx.rows("travel", "flights")
     firsts = {}
@@ -144,7 +210,13 @@ def trip_prep(ctx: Ctx) -> Instance:
         found = yield call("travel.search_flights", destination=city, day=day, max_stops=0)
         best = found.result[0]
         yield call("travel.book_flight", flight_id=best["id"], confirm=True)
-        yield call("calendar.create_event", title=f"Flight to {city}", start=best["depart"], end=best["arrive"], allow_overlap=True)
+        yield call(
+            "calendar.create_event",
+            title=f"Flight to {city}",
+            start=best["depart"],
+            end=best["arrive"],
+            allow_overlap=True,
+        )
         yield call("clock.set_alarm", time=alarm, label=f"Flight to {city}")
         wet = yield call("weather.will_it_rain", city=city, day=day)
         yield Finish(answer="yes" if wet.result else "no")
@@ -152,8 +224,18 @@ def trip_prep(ctx: Ctx) -> Instance:
     return Instance(
         goal=f"I'm flying to {city} on {day}. Book the cheapest nonstop flight that day, put it in my calendar, set an alarm 3 hours before departure, and tell me whether it will rain there that day (yes or no).",
         criteria=[
-            exists("booked", "the cheapest nonstop flight is booked", "/travel/bookings", {"kind": "flight", "ref": flight["id"], "status": "confirmed"}),
-            exists("calendar", "the flight is in the calendar", "/calendar/events", {"start": flight["depart"], "title__contains": city}),
+            exists(
+                "booked",
+                "the cheapest nonstop flight is booked",
+                "/travel/bookings",
+                {"kind": "flight", "ref": flight["id"], "status": "confirmed"},
+            ),
+            exists(
+                "calendar",
+                "the flight is in the calendar",
+                "/calendar/events",
+                {"start": flight["depart"], "title__contains": city},
+            ),
             exists("alarm", "an alarm 3 hours before departure", "/clock/alarms", {"time": alarm, "enabled": True}),
             answer([rain], "normalized"),
             only("/travel/bookings", "/calendar/events", "/clock/alarms"),
@@ -163,12 +245,60 @@ def trip_prep(ctx: Ctx) -> Instance:
 
 
 TEMPLATES = (
-    Template("sk.join_wifi", "skills", 1, ("information_acquisition", "multi_step_dependency"), ("notes", "settings"), join_wifi, ("join_wifi",)),
-    Template("sk.focus_session", "skills", 1, ("multi_step_dependency", "verified_completion"), ("settings", "clock"), focus_session, ("focus_session",)),
-    Template("sk.share_eta", "skills", 2, ("recovery", "multi_step_dependency", "argument_grounding"), ("contacts", "maps", "settings"), share_eta, ("share_eta",)),
-    Template("sk.expense_receipts", "skills", 2, ("state_tracking", "multi_step_dependency"), ("email",), expense_receipts, ("expense_receipts",)),
-    Template("sk.dinner_invite", "skills", 3, ("multi_step_dependency", "argument_grounding", "verified_completion"), ("contacts", "calendar", "messages", "food"), dinner_invite, ("dinner_invite",)),
-    Template("sk.trip_prep", "skills", 3, ("multi_step_dependency", "information_acquisition", "state_tracking"), ("travel", "calendar", "clock", "weather"), trip_prep, ("trip_prep",)),
+    Template(
+        "sk.join_wifi",
+        "skills",
+        1,
+        ("information_acquisition", "multi_step_dependency"),
+        ("notes", "settings"),
+        join_wifi,
+        ("join_wifi",),
+    ),
+    Template(
+        "sk.focus_session",
+        "skills",
+        1,
+        ("multi_step_dependency", "verified_completion"),
+        ("settings", "clock"),
+        focus_session,
+        ("focus_session",),
+    ),
+    Template(
+        "sk.share_eta",
+        "skills",
+        2,
+        ("recovery", "multi_step_dependency", "argument_grounding"),
+        ("contacts", "maps", "settings"),
+        share_eta,
+        ("share_eta",),
+    ),
+    Template(
+        "sk.expense_receipts",
+        "skills",
+        2,
+        ("state_tracking", "multi_step_dependency"),
+        ("email",),
+        expense_receipts,
+        ("expense_receipts",),
+    ),
+    Template(
+        "sk.dinner_invite",
+        "skills",
+        3,
+        ("multi_step_dependency", "argument_grounding", "verified_completion"),
+        ("contacts", "calendar", "messages", "food"),
+        dinner_invite,
+        ("dinner_invite",),
+    ),
+    Template(
+        "sk.trip_prep",
+        "skills",
+        3,
+        ("multi_step_dependency", "information_acquisition", "state_tracking"),
+        ("travel", "calendar", "clock", "weather"),
+        trip_prep,
+        ("trip_prep",),
+    ),
 )
 
 
@@ -176,7 +306,15 @@ def share_photos(ctx: Ctx) -> Instance:
     person = ctx.pick(ctx.rows("contacts", "contacts"))
     city = ctx.pick(sorted({p["city"] for p in ctx.rows("photos", "photos")}))
     shots = sorted(p["id"] for p in ctx.rows("photos", "photos") if p["city"] == city)
-    sent = [exists(f"sent_{pid}", f"photo {pid} was sent", "/messages/messages", {"contact_id": person["id"], "direction": "out", "text__contains": f"photo {pid}"}) for pid in shots]
+    sent = [
+        exists(
+            f"sent_{pid}",
+            f"photo {pid} was sent",
+            "/messages/messages",
+            {"contact_id": person["id"], "direction": "out", "text__contains": f"photo {pid}"},
+        )
+        for pid in shots
+    ]
 
     def solve() -> Solver:
         yield SkillLoad(name="share_photos")
@@ -212,12 +350,36 @@ def build_playlist(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Make a playlist called '{name}' with every {artist} track in my library.",
-        criteria=[exists("playlist", "a new playlist with exactly the artist's tracks", "/music/playlists", {"name": name, "track_ids__set": wanted}), only("/music/playlists")],
+        criteria=[
+            exists(
+                "playlist",
+                "a new playlist with exactly the artist's tracks",
+                "/music/playlists",
+                {"name": name, "track_ids__set": wanted},
+            ),
+            only("/music/playlists"),
+        ],
         solve=solve,
     )
 
 
 TEMPLATES += (
-    Template("sk.share_photos", "skills", 2, ("recovery", "state_tracking", "multi_step_dependency"), ("contacts", "photos", "settings"), share_photos, ("share_photos",)),
-    Template("sk.build_playlist", "skills", 2, ("state_tracking", "multi_step_dependency"), ("music",), build_playlist, ("build_playlist",)),
+    Template(
+        "sk.share_photos",
+        "skills",
+        2,
+        ("recovery", "state_tracking", "multi_step_dependency"),
+        ("contacts", "photos", "settings"),
+        share_photos,
+        ("share_photos",),
+    ),
+    Template(
+        "sk.build_playlist",
+        "skills",
+        2,
+        ("state_tracking", "multi_step_dependency"),
+        ("music",),
+        build_playlist,
+        ("build_playlist",),
+    ),
 )

@@ -30,12 +30,20 @@ def warmest_city(ctx: Ctx) -> Instance:
             highs[city] = obs.result["high_c"]
         yield Finish(answer=max(highs, key=highs.__getitem__))
 
-    return Instance(goal=f"Which of {', '.join(cities)} will be warmest on {day}? Answer with the city name.", criteria=[answer([best["city"]], "normalized"), only()], solve=solve)
+    return Instance(
+        goal=f"Which of {', '.join(cities)} will be warmest on {day}? Answer with the city name.",
+        criteria=[answer([best["city"]], "normalized"), only()],
+        solve=solve,
+    )
 
 
 def closest_place(ctx: Ctx) -> Instance:
     home = ctx.world["maps"]["places"]["pl_1"]
-    venues = [dict(p, d=distance_km(home, p)) for p in ctx.rows("maps", "places") if p["category"] not in ("home", "work", "residence", "airport")]
+    venues = [
+        dict(p, d=distance_km(home, p))
+        for p in ctx.rows("maps", "places")
+        if p["category"] not in ("home", "work", "residence", "airport")
+    ]
     options = _distinct(ctx, venues, "d", 3)
     best = min(options, key=lambda p: p["d"])
 
@@ -47,14 +55,21 @@ def closest_place(ctx: Ctx) -> Instance:
             dist[p["name"]] = route.result["distance_km"]
         yield Finish(answer=min(dist, key=dist.__getitem__))
 
-    return Instance(goal=f"Which is closest to my home: {', '.join(p['name'] for p in options)}? Answer with its name.", criteria=[answer([best["name"]], "normalized"), only()], solve=solve)
+    return Instance(
+        goal=f"Which is closest to my home: {', '.join(p['name'] for p in options)}? Answer with its name.",
+        criteria=[answer([best["name"]], "normalized"), only()],
+        solve=solve,
+    )
 
 
 def best_restaurant_order(ctx: Ctx) -> Instance:
     open_ = [r for r in ctx.rows("food", "restaurants") if r["open"]]
     cuisines = ctx.rng.sample(sorted({r["cuisine"] for r in open_}), 2)
     best = min((r for r in open_ if r["cuisine"] in cuisines), key=lambda r: (-r["rating"], r["id"]))
-    dishes = sorted((d for d in ctx.rows("food", "dishes") if d["restaurant_id"] == best["id"] and d["available"]), key=lambda d: (d["price"], d["id"]))
+    dishes = sorted(
+        (d for d in ctx.rows("food", "dishes") if d["restaurant_id"] == best["id"] and d["available"]),
+        key=lambda d: (d["price"], d["id"]),
+    )
     veg = [d for d in dishes if d["vegetarian"]] or dishes[-1:]
     fixtures = {f"/food/dishes/{veg[0]['id']}": {**veg[0], "vegetarian": True}}
     target = veg[0]
@@ -73,7 +88,15 @@ def best_restaurant_order(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Compare the open {cuisines[0]} and {cuisines[1]} restaurants, pick the best rated one (lowest id on ties), and order its cheapest available vegetarian dish.",
-        criteria=[exists("ordered", "one order of the right dish from the best restaurant", "/food/orders", {"total__approx": round(target["price"] + 3.5, 2), "status": "placed"}), only("/food/orders", "/food/cart")],
+        criteria=[
+            exists(
+                "ordered",
+                "one order of the right dish from the best restaurant",
+                "/food/orders",
+                {"total__approx": round(target["price"] + 3.5, 2), "status": "placed"},
+            ),
+            only("/food/orders", "/food/cart"),
+        ],
         solve=solve,
         fixtures=fixtures,
     )
@@ -99,7 +122,15 @@ def cheapest_hotel_two_cities(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"I can stay in either {cities[0]} or {cities[1]}. Book the cheapest hotel rated 4.0 or higher across both cities for {nights} night(s) from {check_in}.",
-        criteria=[exists("booked", "the cheapest well-rated hotel over both cities", "/travel/bookings", {"kind": "hotel", "ref": best["id"], "nights": nights, "check_in": check_in}), only("/travel/bookings")],
+        criteria=[
+            exists(
+                "booked",
+                "the cheapest well-rated hotel over both cities",
+                "/travel/bookings",
+                {"kind": "hotel", "ref": best["id"], "nights": nights, "check_in": check_in},
+            ),
+            only("/travel/bookings"),
+        ],
         solve=solve,
         fixtures=fixtures,
     )
@@ -109,7 +140,10 @@ def dry_destination(ctx: Ctx) -> Instance:
     day = ctx.pick(("2026-03-03", "2026-03-05", "2026-03-07"))
     options = _distinct(ctx, [f for f in ctx.rows("weather", "forecasts") if f["date"] == day], "rain_pct", 2)
     city = min(options, key=lambda f: f["rain_pct"])["city"]
-    flight = min((f for f in ctx.rows("travel", "flights") if f["destination"] == city and f["depart"].startswith(day)), key=lambda f: (f["price"], f["id"]))
+    flight = min(
+        (f for f in ctx.rows("travel", "flights") if f["destination"] == city and f["depart"].startswith(day)),
+        key=lambda f: (f["price"], f["id"]),
+    )
     friend = ctx.pick(ctx.rows("contacts", "contacts"))
 
     def solve() -> Solver:
@@ -127,8 +161,18 @@ def dry_destination(ctx: Ctx) -> Instance:
     return Instance(
         goal=f"On {day} I'll fly to either {options[0]['city']} or {options[1]['city']}, whichever has the lower chance of rain that day. Book the cheapest flight there (any number of stops) and text {friend['name']} which city I picked.",
         criteria=[
-            exists("booked", "the cheapest flight to the drier city", "/travel/bookings", {"kind": "flight", "ref": flight["id"]}),
-            exists("told", "the friend was told the city", "/messages/messages", {"contact_id": friend["id"], "direction": "out", "text__contains": city}),
+            exists(
+                "booked",
+                "the cheapest flight to the drier city",
+                "/travel/bookings",
+                {"kind": "flight", "ref": flight["id"]},
+            ),
+            exists(
+                "told",
+                "the friend was told the city",
+                "/messages/messages",
+                {"contact_id": friend["id"], "direction": "out", "text__contains": city},
+            ),
             only("/travel/bookings", "/messages/messages"),
         ],
         solve=solve,
@@ -152,12 +196,31 @@ def settle_requests(ctx: Ctx) -> Instance:
                 yield call("wallet.decline_request", id=r["id"])
         yield Finish(answer="Done.")
 
-    others = [equals(f"declined_{r['id']}", f"request {r['id']} declined", f"/wallet/requests/{r['id']}", where={"status": "declined"}) for r in requests if r is not smallest]
+    others = [
+        equals(
+            f"declined_{r['id']}",
+            f"request {r['id']} declined",
+            f"/wallet/requests/{r['id']}",
+            where={"status": "declined"},
+        )
+        for r in requests
+        if r is not smallest
+    ]
     return Instance(
         goal="Several people sent me money requests. Pay the smallest open one and decline all the others.",
         criteria=[
-            equals("paid_request", "the smallest request is paid", f"/wallet/requests/{smallest['id']}", where={"status": "paid"}),
-            exists("money_sent", "the money actually left the account", "/wallet/transactions", {"contact_id": smallest["contact_id"], "amount__approx": -float(amounts[requests.index(smallest)])}),
+            equals(
+                "paid_request",
+                "the smallest request is paid",
+                f"/wallet/requests/{smallest['id']}",
+                where={"status": "paid"},
+            ),
+            exists(
+                "money_sent",
+                "the money actually left the account",
+                "/wallet/transactions",
+                {"contact_id": smallest["contact_id"], "amount__approx": -float(amounts[requests.index(smallest)])},
+            ),
             *others,
             only("/wallet/requests", *WALLET_PATHS),
         ],
@@ -168,17 +231,49 @@ def settle_requests(ctx: Ctx) -> Instance:
 
 TEMPLATES = (
     Template("sa.warmest_city", "sub_agent", 1, ("information_acquisition",), ("weather",), warmest_city),
-    Template("sa.closest_place", "sub_agent", 1, ("information_acquisition", "argument_grounding"), ("maps",), closest_place),
-    Template("sa.best_restaurant_order", "sub_agent", 2, ("information_acquisition", "multi_step_dependency"), ("food",), best_restaurant_order),
-    Template("sa.cheapest_hotel_two_cities", "sub_agent", 2, ("information_acquisition", "verified_completion"), ("travel",), cheapest_hotel_two_cities),
-    Template("sa.dry_destination", "sub_agent", 3, ("information_acquisition", "multi_step_dependency", "argument_grounding"), ("weather", "travel", "contacts", "messages"), dry_destination),
-    Template("sa.settle_requests", "sub_agent", 3, ("state_tracking", "multi_step_dependency", "verified_completion"), ("wallet",), settle_requests),
+    Template(
+        "sa.closest_place", "sub_agent", 1, ("information_acquisition", "argument_grounding"), ("maps",), closest_place
+    ),
+    Template(
+        "sa.best_restaurant_order",
+        "sub_agent",
+        2,
+        ("information_acquisition", "multi_step_dependency"),
+        ("food",),
+        best_restaurant_order,
+    ),
+    Template(
+        "sa.cheapest_hotel_two_cities",
+        "sub_agent",
+        2,
+        ("information_acquisition", "verified_completion"),
+        ("travel",),
+        cheapest_hotel_two_cities,
+    ),
+    Template(
+        "sa.dry_destination",
+        "sub_agent",
+        3,
+        ("information_acquisition", "multi_step_dependency", "argument_grounding"),
+        ("weather", "travel", "contacts", "messages"),
+        dry_destination,
+    ),
+    Template(
+        "sa.settle_requests",
+        "sub_agent",
+        3,
+        ("state_tracking", "multi_step_dependency", "verified_completion"),
+        ("wallet",),
+        settle_requests,
+    ),
 )
 
 
 def ride_or_transit(ctx: Ctx) -> Instance:
     home = ctx.world["maps"]["places"]["pl_1"]
-    place = ctx.pick([p for p in ctx.rows("maps", "places") if p["category"] not in ("home", "work", "airport", "residence")])
+    place = ctx.pick(
+        [p for p in ctx.rows("maps", "places") if p["category"] not in ("home", "work", "airport", "residence")]
+    )
     transit_min = max(1, round(distance_km(home, place) / 20.0 * 60))
     take_transit = transit_min <= 40
 
@@ -195,13 +290,33 @@ def ride_or_transit(ctx: Ctx) -> Instance:
         yield call("rides.confirm_pickup", id=ride.result["id"])
         yield Finish(answer="ride")
 
-    ride = [exists("ride", "the cheapest ride is confirmed", "/rides/rides", {"pickup": "pl_1", "dropoff": place["id"], "product": "economy", "status": "confirmed"})]
+    ride = [
+        exists(
+            "ride",
+            "the cheapest ride is confirmed",
+            "/rides/rides",
+            {"pickup": "pl_1", "dropoff": place["id"], "product": "economy", "status": "confirmed"},
+        )
+    ]
     return Instance(
         goal=f"I need to get from home to {place['name']}. If public transit takes 40 minutes or less, book nothing and answer 'transit'; otherwise book the cheapest ride product and answer 'ride'.",
-        criteria=[*([] if take_transit else ride), answer(["transit" if take_transit else "ride"]), only() if take_transit else only("/rides/rides")],
+        criteria=[
+            *([] if take_transit else ride),
+            answer(["transit" if take_transit else "ride"]),
+            only() if take_transit else only("/rides/rides"),
+        ],
         solve=solve,
         fixtures={"/settings/permissions/rides.location": True},
     )
 
 
-TEMPLATES += (Template("sa.ride_or_transit", "sub_agent", 3, ("information_acquisition", "multi_step_dependency", "verified_completion"), ("maps", "rides"), ride_or_transit),)
+TEMPLATES += (
+    Template(
+        "sa.ride_or_transit",
+        "sub_agent",
+        3,
+        ("information_acquisition", "multi_step_dependency", "verified_completion"),
+        ("maps", "rides"),
+        ride_or_transit,
+    ),
+)

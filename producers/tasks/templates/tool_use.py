@@ -33,7 +33,15 @@ def set_alarm(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Set an alarm for {time} labelled '{label}'.",
-        criteria=[exists("alarm_set", "an enabled alarm at that time with that label", "/clock/alarms", {"time": time, "label": label, "enabled": True}), only("/clock/alarms")],
+        criteria=[
+            exists(
+                "alarm_set",
+                "an enabled alarm at that time with that label",
+                "/clock/alarms",
+                {"time": time, "label": label, "enabled": True},
+            ),
+            only("/clock/alarms"),
+        ],
         solve=solve,
     )
 
@@ -45,26 +53,54 @@ def weather_high(ctx: Ctx) -> Instance:
         obs = yield call("weather.on_day", city=f["city"], day=f["date"])
         yield Finish(answer=f"{obs.result['high_c']} °C")
 
-    return Instance(goal=f"What will the high temperature be in {f['city']} on {f['date']}? Answer in °C.", criteria=[answer([str(f["high_c"])], "numeric", 0.0), only()], solve=solve)
+    return Instance(
+        goal=f"What will the high temperature be in {f['city']} on {f['date']}? Answer in °C.",
+        criteria=[answer([str(f["high_c"])], "numeric", 0.0), only()],
+        solve=solve,
+    )
 
 
 def email_to_calendar(ctx: Ctx) -> Instance:
     person = ctx.pick(ctx.rows("contacts", "contacts"))
     topic = f"{ctx.pick(('budget', 'launch', 'garden', 'roadmap', 'hiring', 'offsite'))} {ctx.pick(('plan', 'review', 'sync', 'kickoff'))}"
     day = ctx.pick(("2026-03-04", "2026-03-05", "2026-03-06", "2026-03-09", "2026-03-10"))
-    email = {"id": "em_90", "sender": person["email"], "to": ["me@mail.test"], "subject": f"Meeting about the {topic}", "body": f"Hi! Can we meet on {day} at 20:00 to discuss the {topic}?", "at": "2026-03-01T18:00", "folder": "inbox", "read": False, "starred": False}
+    email = {
+        "id": "em_90",
+        "sender": person["email"],
+        "to": ["me@mail.test"],
+        "subject": f"Meeting about the {topic}",
+        "body": f"Hi! Can we meet on {day} at 20:00 to discuss the {topic}?",
+        "at": "2026-03-01T18:00",
+        "folder": "inbox",
+        "read": False,
+        "starred": False,
+    }
     where = {"title__contains": topic, "start": f"{day}T20:00", "end": f"{day}T21:00", "attendees__has": person["id"]}
 
     def solve() -> Solver:
         found = yield call("email.search_emails", query=topic)
         mail = found.result[0]
         who = yield call("contacts.search_contacts", query=mail["sender"])
-        yield call("calendar.create_event", title=topic.title(), start=f"{day}T20:00", end=f"{day}T21:00", attendees=[who.result[0]["id"]])
+        yield call(
+            "calendar.create_event",
+            title=topic.title(),
+            start=f"{day}T20:00",
+            end=f"{day}T21:00",
+            attendees=[who.result[0]["id"]],
+        )
         yield Finish(answer="Added to your calendar.")
 
     return Instance(
         goal=f"{person['name']} emailed me to propose a meeting about the {topic}. Put it in my calendar at the proposed time for one hour, titled '{topic.title()}', with them invited.",
-        criteria=[exists("event_created", "the meeting is on the calendar at the proposed time with the sender", "/calendar/events", where), only("/calendar/events")],
+        criteria=[
+            exists(
+                "event_created",
+                "the meeting is on the calendar at the proposed time with the sender",
+                "/calendar/events",
+                where,
+            ),
+            only("/calendar/events"),
+        ],
         solve=solve,
         fixtures={"/email/emails/em_90": email},
     )
@@ -84,7 +120,15 @@ def pay_contact(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Pay {person['name']} ${amount:.2f} for the {note}.",
-        criteria=[exists("paid", "a completed transaction to the contact for the amount", "/wallet/transactions", {"contact_id": person["id"], "amount__approx": -amount}), only(*WALLET_PATHS)],
+        criteria=[
+            exists(
+                "paid",
+                "a completed transaction to the contact for the amount",
+                "/wallet/transactions",
+                {"contact_id": person["id"], "amount__approx": -amount},
+            ),
+            only(*WALLET_PATHS),
+        ],
         solve=solve,
     )
 
@@ -100,7 +144,11 @@ def unread_from(ctx: Ctx) -> Instance:
         convo = yield call("messages.conversation", contact_id=found.result[0]["id"])
         yield Finish(answer=str(sum(1 for m in convo.result if not m["read"])))
 
-    return Instance(goal=f"How many unread messages do I have from {person['name']}? Answer with a number.", criteria=[answer([str(count)], "numeric", 0.0), only()], solve=solve)
+    return Instance(
+        goal=f"How many unread messages do I have from {person['name']}? Answer with a number.",
+        criteria=[answer([str(count)], "numeric", 0.0), only()],
+        solve=solve,
+    )
 
 
 def ride_to_contact(ctx: Ctx) -> Instance:
@@ -121,7 +169,12 @@ def ride_to_contact(ctx: Ctx) -> Instance:
     return Instance(
         goal=f"Get me a {product} ride from home to {person['name']}'s place.",
         criteria=[
-            exists("ride_confirmed", "a confirmed ride home -> the contact's address", "/rides/rides", {"pickup": "pl_1", "dropoff": place["id"], "product": product, "status": "confirmed"}),
+            exists(
+                "ride_confirmed",
+                "a confirmed ride home -> the contact's address",
+                "/rides/rides",
+                {"pickup": "pl_1", "dropoff": place["id"], "product": product, "status": "confirmed"},
+            ),
             only("/rides/rides", "/settings/permissions/rides.location"),
         ],
         solve=solve,
@@ -132,9 +185,16 @@ def ride_to_contact(ctx: Ctx) -> Instance:
 def cheapest_product(ctx: Ctx) -> Instance:
     item = ctx.pick(sorted({p["name"].split()[-1] for p in ctx.rows("shopping", "products")}))
     qty = ctx.rng.randrange(1, 4)
-    fits = [p for p in ctx.rows("shopping", "products") if p["name"].endswith(item) and p["available"] and p["rating"] >= 3.5]
+    fits = [
+        p
+        for p in ctx.rows("shopping", "products")
+        if p["name"].endswith(item) and p["available"] and p["rating"] >= 3.5
+    ]
     min_rating = 3.5 if fits else 0.0
-    best = min(fits or [p for p in ctx.rows("shopping", "products") if p["name"].endswith(item) and p["available"]], key=lambda p: (p["price"], p["id"]))
+    best = min(
+        fits or [p for p in ctx.rows("shopping", "products") if p["name"].endswith(item) and p["available"]],
+        key=lambda p: (p["price"], p["id"]),
+    )
 
     def solve() -> Solver:
         found = yield call("shopping.cheapest", query=item, min_rating=min_rating)
@@ -147,7 +207,15 @@ def cheapest_product(ctx: Ctx) -> Instance:
     rated = f" rated at least {min_rating}" if min_rating else ""
     return Instance(
         goal=f"Buy {qty} of the cheapest available {item}{rated}.",
-        criteria=[exists("ordered", "a placed order for that quantity of the right product", "/shopping/orders", {"total__approx": round(best["price"] * qty, 2), "status": "placed"}), only("/shopping/orders", "/shopping/cart")],
+        criteria=[
+            exists(
+                "ordered",
+                "a placed order for that quantity of the right product",
+                "/shopping/orders",
+                {"total__approx": round(best["price"] * qty, 2), "status": "placed"},
+            ),
+            only("/shopping/orders", "/shopping/cart"),
+        ],
         solve=solve,
     )
 
@@ -156,11 +224,46 @@ TEMPLATES = (
     Template("tu.update_phone", "tool_use", 1, ("argument_grounding", "tool_routing"), ("contacts",), update_phone),
     Template("tu.set_alarm", "tool_use", 1, ("tool_routing", "verified_completion"), ("clock",), set_alarm),
     Template("tu.weather_high", "tool_use", 1, ("information_acquisition",), ("weather",), weather_high),
-    Template("tu.email_to_calendar", "tool_use", 2, ("information_acquisition", "multi_step_dependency", "argument_grounding"), ("email", "contacts", "calendar"), email_to_calendar),
-    Template("tu.pay_contact", "tool_use", 2, ("multi_step_dependency", "verified_completion"), ("contacts", "wallet"), pay_contact),
-    Template("tu.unread_from", "tool_use", 2, ("information_acquisition", "state_tracking"), ("contacts", "messages"), unread_from),
-    Template("tu.ride_to_contact", "tool_use", 3, ("recovery", "multi_step_dependency", "argument_grounding"), ("contacts", "maps", "rides", "settings"), ride_to_contact),
-    Template("tu.cheapest_product", "tool_use", 3, ("information_acquisition", "recovery", "verified_completion"), ("shopping",), cheapest_product),
+    Template(
+        "tu.email_to_calendar",
+        "tool_use",
+        2,
+        ("information_acquisition", "multi_step_dependency", "argument_grounding"),
+        ("email", "contacts", "calendar"),
+        email_to_calendar,
+    ),
+    Template(
+        "tu.pay_contact",
+        "tool_use",
+        2,
+        ("multi_step_dependency", "verified_completion"),
+        ("contacts", "wallet"),
+        pay_contact,
+    ),
+    Template(
+        "tu.unread_from",
+        "tool_use",
+        2,
+        ("information_acquisition", "state_tracking"),
+        ("contacts", "messages"),
+        unread_from,
+    ),
+    Template(
+        "tu.ride_to_contact",
+        "tool_use",
+        3,
+        ("recovery", "multi_step_dependency", "argument_grounding"),
+        ("contacts", "maps", "rides", "settings"),
+        ride_to_contact,
+    ),
+    Template(
+        "tu.cheapest_product",
+        "tool_use",
+        3,
+        ("information_acquisition", "recovery", "verified_completion"),
+        ("shopping",),
+        cheapest_product,
+    ),
 )
 
 
@@ -174,15 +277,38 @@ def reminder_due(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Remind me to {title[0].lower() + title[1:]} on {due}, high priority.",
-        criteria=[exists("reminder", "an open high-priority reminder due that day", "/reminders/reminders", {"title__contains": title, "due": due, "priority": 3, "done": False}), only("/reminders/reminders")],
+        criteria=[
+            exists(
+                "reminder",
+                "an open high-priority reminder due that day",
+                "/reminders/reminders",
+                {"title__contains": title, "due": due, "priority": 3, "done": False},
+            ),
+            only("/reminders/reminders"),
+        ],
         solve=solve,
     )
 
 
 def callback_voicemail(ctx: Ctx) -> Instance:
     person = ctx.pick(ctx.rows("contacts", "contacts"))
-    topic = ctx.pick(ctx.part([f"{a} {b}" for a in ("plumbing", "school", "birthday", "car", "invoice", "lease") for b in ("question", "problem", "plans", "paperwork")]))
-    voicemail = {"id": "vm_90", "number": person["phone"], "contact_id": person["id"], "at": "2026-03-02T08:10", "transcript": f"Hi, call me back about the {topic}.", "heard": False}
+    topic = ctx.pick(
+        ctx.part(
+            [
+                f"{a} {b}"
+                for a in ("plumbing", "school", "birthday", "car", "invoice", "lease")
+                for b in ("question", "problem", "plans", "paperwork")
+            ]
+        )
+    )
+    voicemail = {
+        "id": "vm_90",
+        "number": person["phone"],
+        "contact_id": person["id"],
+        "at": "2026-03-02T08:10",
+        "transcript": f"Hi, call me back about the {topic}.",
+        "heard": False,
+    }
     fixtures = {"/phone/voicemails/vm_90": voicemail, "/settings/permissions/phone.calls": False}
 
     def solve() -> Solver:
@@ -198,7 +324,12 @@ def callback_voicemail(ctx: Ctx) -> Instance:
     return Instance(
         goal=f"Call back whoever left me a voicemail about the {topic}, then mark that voicemail as heard.",
         criteria=[
-            exists("called", "an outgoing call to the caller", "/phone/calls", {"contact_id": person["id"], "direction": "outgoing"}),
+            exists(
+                "called",
+                "an outgoing call to the caller",
+                "/phone/calls",
+                {"contact_id": person["id"], "direction": "outgoing"},
+            ),
             equals("heard", "the voicemail is marked heard", "/phone/voicemails/vm_90", where={"heard": True}),
             only("/phone/calls", "/phone/voicemails/vm_90", "/settings/permissions/phone.calls"),
         ],
@@ -209,5 +340,12 @@ def callback_voicemail(ctx: Ctx) -> Instance:
 
 TEMPLATES += (
     Template("tu.reminder_due", "tool_use", 1, ("argument_grounding",), ("reminders",), reminder_due),
-    Template("tu.callback_voicemail", "tool_use", 3, ("information_acquisition", "recovery", "multi_step_dependency"), ("phone", "contacts", "settings"), callback_voicemail),
+    Template(
+        "tu.callback_voicemail",
+        "tool_use",
+        3,
+        ("information_acquisition", "recovery", "multi_step_dependency"),
+        ("phone", "contacts", "settings"),
+        callback_voicemail,
+    ),
 )

@@ -42,13 +42,19 @@ def _read(ports, topic: str) -> list[Event]:
     return [from_record(r) for r in ports.bus.replay(topic)]
 
 
-def _worker(urls, state_dir: Path, mode: str = "run", name: str = "verifier", idle: float | None = None) -> subprocess.CompletedProcess:
+def _worker(
+    urls, state_dir: Path, mode: str = "run", name: str = "verifier", idle: float | None = None
+) -> subprocess.CompletedProcess:
     """Run a consumer process until idle; Kafka needs longer (group join, the dead member's session timeout)."""
     kafka = urls["bus"].startswith("kafka")
     idle = idle or (12 if kafka else 4)
     args = [sys.executable, str(WORKER), name, urls["bus"], urls["blobs"], urls["registry"], str(state_dir), mode]
-    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=240, env={**os.environ, "IDLE_EXIT_S": str(idle)})
-    assert f"worker {'FastStreamConsumer' if kafka else '_RunnerWorker'}" in done.stdout, done.stdout + done.stderr[-2000:]
+    done = subprocess.run(
+        args, cwd=REPO, capture_output=True, text=True, timeout=240, env={**os.environ, "IDLE_EXIT_S": str(idle)}
+    )
+    assert f"worker {'FastStreamConsumer' if kafka else '_RunnerWorker'}" in done.stdout, (
+        done.stdout + done.stderr[-2000:]
+    )
     return done
 
 
@@ -112,12 +118,16 @@ def test_two_worker_processes_share_the_partitions(ports, urls, tmp_path):
         f"consume('verifier', workers=2, list_=False, state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
         f"idle_exit={25.0 if urls['bus'].startswith('kafka') else 8.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, registry={urls['registry']!r})"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
     reader.start()
     deadline = time.monotonic() + 120
-    started = "consuming episodes as group flywheel.verifier" + (" (FastStream)" if urls["bus"].startswith("kafka") else "")
+    started = "consuming episodes as group flywheel.verifier" + (
+        " (FastStream)" if urls["bus"].startswith("kafka") else ""
+    )
     while sum(started in line for line in lines) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(10 if urls["bus"].startswith("kafka") else 3)  # both joined and the group rebalanced
@@ -161,7 +171,9 @@ def test_two_curator_replicas_admit_one_copy_of_each_duplicate_pair(ports, urls,
         f"consume('curator', workers=2, list_=False, state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
         f"idle_exit={40.0 if kafka else 10.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, registry={urls['registry']!r})"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
     reader.start()
@@ -171,8 +183,14 @@ def test_two_curator_replicas_admit_one_copy_of_each_duplicate_pair(ports, urls,
     time.sleep(10 if kafka else 2)  # both joined and the group rebalanced
     topics = list(build("curator").topics)
     for tag in ("one", "two"):
-        publish_all(ports.bus, [e for i, t in enumerate(tasks)
-                                for e in record_episode(t, reference_solver, ports.blobs, episode_id=f"ep-{tag}-{i}")])
+        publish_all(
+            ports.bus,
+            [
+                e
+                for i, t in enumerate(tasks)
+                for e in record_episode(t, reference_solver, ports.blobs, episode_id=f"ep-{tag}-{i}")
+            ],
+        )
         verifier = ConsumerRunner(build("verifier"), ports, state_dir=tmp_path / "verifier")
         verifier.run(idle_exit_s=6 if kafka else 2)
         verifier.close()
@@ -190,6 +208,10 @@ def test_two_curator_replicas_admit_one_copy_of_each_duplicate_pair(ports, urls,
     admitted = [e for e in decisions if isinstance(e, TrajectoryAdmitted)]
     assert admitted and all(e.episode_id.startswith("ep-one-") for e in admitted), [e.episode_id for e in admitted]
     assert len({e.trajectory.sha256 for e in admitted}) == len(admitted)  # one admission per bundle
-    duplicates = {e.episode_id for e in decisions if isinstance(e, TrajectoryRejected) and "duplicate of" in e.reasons[0]}
+    duplicates = {
+        e.episode_id for e in decisions if isinstance(e, TrajectoryRejected) and "duplicate of" in e.reasons[0]
+    }
     assert duplicates == {e.episode_id.replace("ep-one-", "ep-two-") for e in admitted}, (
-        sorted(e.episode_id for e in decisions), err[-6000:])
+        sorted(e.episode_id for e in decisions),
+        err[-6000:],
+    )

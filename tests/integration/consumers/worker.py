@@ -17,6 +17,7 @@ settings, ports = open_worker_ports({"bus": bus, "blobs": blobs, "registry": reg
 worker = build_worker(name, settings, ports, Path(state_dir), float(os.environ.get("IDLE_EXIT_S", "4")))
 print(f"worker {type(worker).__name__}", flush=True)
 if mode == "crash":
+
     def die(*outputs_and_consumed):  # the handler ran and its outputs are ready: die before they are durable
         print(f"handled {worker.stats.handled}, dying before commit", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -39,10 +40,12 @@ if mode == "pause":  # a zombie: stop itself (SIGSTOP) once, with a batch handle
             os.kill(os.getpid(), signal.SIGSTOP)
 
     if inspect.iscoroutinefunction(original):
+
         async def paused_commit(*args):
             pause_once()
             return await original(*args)
     else:
+
         def paused_commit(*args):
             pause_once()
             return original(*args)

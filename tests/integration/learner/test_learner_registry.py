@@ -38,26 +38,41 @@ def servers(real_stack):
 def checkpoint(path: Path, seed: int) -> Path:
     from learner.model import TinyModelConfig
 
-    tokenizer = train_tokenizer(["<action>{\"kind\": \"finish\"}</action> hello world"] * 20, vocab_size=300)
+    tokenizer = train_tokenizer(['<action>{"kind": "finish"}</action> hello world'] * 20, vocab_size=300)
     return save_checkpoint(build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, seed=seed)), tokenizer, path)
 
 
 def evaluated(name: str, version: str, tool_use: float) -> DevSetEvaluated:
-    per = {c: CategoryScore(success_rate=tool_use if c == "tool_use" else 0.0, tasks=4) for c in
-           ("tool_use", "memory", "skills", "sub_agent")}
+    per = {
+        c: CategoryScore(success_rate=tool_use if c == "tool_use" else 0.0, tasks=4)
+        for c in ("tool_use", "memory", "skills", "sub_agent")
+    }
     return DevSetEvaluated(
-        producer=Producer(service="test", version="1"), run_id="r", model_name=name, model_version=version,
-        harness_version="tiny@sha256:x", per_category=per,
-        overall=overall_score({k: v.success_rate for k, v in per.items()}), tokens_per_task=1.0, tool_calls_per_task=1.0,
+        producer=Producer(service="test", version="1"),
+        run_id="r",
+        model_name=name,
+        model_version=version,
+        harness_version="tiny@sha256:x",
+        per_category=per,
+        overall=overall_score({k: v.success_rate for k, v in per.items()}),
+        tokens_per_task=1.0,
+        tool_calls_per_task=1.0,
     )
 
 
 def lineage(name: str, blobs, parent: str | None) -> Lineage:  # noqa: ANN001
     return Lineage(
-        model_name=name, algorithm="sft" if parent is None else "rl", dataset_digest="sha256:" + "ab" * 32,
+        model_name=name,
+        algorithm="sft" if parent is None else "rl",
+        dataset_digest="sha256:" + "ab" * 32,
         dataset_manifest=blobs.put(b'{"examples": []}', "application/json"),
-        source_offsets={"episodes/0": 120, "verdicts/3": 7}, harness_version="tiny-planner@sha256:cd",
-        parent_version=parent, params={"lr": 0.002}, metrics={"train_loss": 0.5}, steps=10, wall_time_s=1.5,
+        source_offsets={"episodes/0": 120, "verdicts/3": 7},
+        harness_version="tiny-planner@sha256:cd",
+        parent_version=parent,
+        params={"lr": 0.002},
+        metrics={"train_loss": 0.5},
+        steps=10,
+        wall_time_s=1.5,
     )
 
 

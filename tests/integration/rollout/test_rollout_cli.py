@@ -26,21 +26,47 @@ def test_two_worker_processes_from_the_cli_run_every_request_and_report_pool_usa
     bus = open_bus(bus_url)
     ensure_topics(bus)
     publish(bus, *tasks)
-    publish(bus, *[
-        RolloutRequested(producer=Producer(service="t", version="0"), run_id="cli", task_id=t.task_id,
-                         policy_version="scripted:reference", harness_version="default", backend="sandbox", seed=0,
-                         budgets=t.budgets)
-        for t in tasks
-    ])
+    publish(
+        bus,
+        *[
+            RolloutRequested(
+                producer=Producer(service="t", version="0"),
+                run_id="cli",
+                task_id=t.task_id,
+                policy_version="scripted:reference",
+                harness_version="default",
+                backend="sandbox",
+                seed=0,
+                budgets=t.budgets,
+            )
+            for t in tasks
+        ],
+    )
     app = typer.Typer()
     app.command("rollout-worker")(rollout_worker)
     app.command("noop")(lambda: None)
     state = tmp_path / "state"
-    result = CliRunner().invoke(app, ["rollout-worker", "--workers", "2", "--idle-exit", "4", "--state-dir", str(state),
-                                      "--bus", bus_url, "--blobs", blobs_url])
+    result = CliRunner().invoke(
+        app,
+        [
+            "rollout-worker",
+            "--workers",
+            "2",
+            "--idle-exit",
+            "4",
+            "--state-dir",
+            str(state),
+            "--bus",
+            bus_url,
+            "--blobs",
+            blobs_url,
+        ],
+    )
     assert result.exit_code == 0, result.output
     ended = [e for e in (from_record(r) for r in bus.replay("episodes")) if e.event_type == "EpisodeEnded"]
-    assert sorted(e.task_id for e in ended) == sorted(t.task_id for t in tasks), [(e.episode_id, e.reason, e.producer.service) for e in ended]
+    assert sorted(e.task_id for e in ended) == sorted(t.task_id for t in tasks), [
+        (e.episode_id, e.reason, e.producer.service) for e in ended
+    ]
     console = Console(width=200, record=True)
     console.print(pool_table(state))
     text = console.export_text()

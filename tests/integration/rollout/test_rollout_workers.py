@@ -32,7 +32,10 @@ KAFKA_SESSION_TIMEOUT_S = 6.0
 @pytest.fixture(params=["embedded", "kafka"])
 def urls(request, tmp_path) -> tuple[str, str]:
     if request.param == "embedded":
-        return f"sqlite:///{tmp_path}/bus.db?session_timeout_s={EMBEDDED_SESSION_TIMEOUT_S}", f"file:///{tmp_path}/blobs"
+        return (
+            f"sqlite:///{tmp_path}/bus.db?session_timeout_s={EMBEDDED_SESSION_TIMEOUT_S}",
+            f"file:///{tmp_path}/blobs",
+        )
     stack = request.getfixturevalue("real_stack")
     namespace = f"test-{uuid.uuid4().hex[:10]}"
     bus = f"kafka://{stack.host}:{stack.kafka_port}?session_timeout_s={KAFKA_SESSION_TIMEOUT_S}&namespace={namespace}"

@@ -41,8 +41,14 @@ def test_failed_episodes_are_decided_on_their_diagnosis_and_link_it(tmp_path):
     _run("curator", ports, tmp_path / "state")
 
     verdicts = {e.episode_id: e for e in decodable(ports.bus.replay(TOPIC_VERDICTS)) if isinstance(e, EpisodeVerified)}
-    diagnoses = {e.episode_id: e for e in decodable(ports.bus.replay(TOPIC_DIAGNOSES)) if isinstance(e, FailureDiagnosed)}
-    decisions = [e for e in decodable(ports.bus.replay(TOPIC_CURATION)) if isinstance(e, (TrajectoryAdmitted, TrajectoryRejected))]
+    diagnoses = {
+        e.episode_id: e for e in decodable(ports.bus.replay(TOPIC_DIAGNOSES)) if isinstance(e, FailureDiagnosed)
+    }
+    decisions = [
+        e
+        for e in decodable(ports.bus.replay(TOPIC_CURATION))
+        if isinstance(e, (TrajectoryAdmitted, TrajectoryRejected))
+    ]
     failed = {ep for ep, v in verdicts.items() if v.outcome == "failure"}
     assert failed and set(diagnoses) == failed
     assert {e.episode_id for e in early} == set(verdicts) - failed

@@ -18,8 +18,14 @@ CHANGE = StateChange(path="/notes/items/n_1", op="added", after={"id": "n_1"})
 
 def _recovered(task, gate: str, trust: str = "exact", flags: tuple[str, ...] = ()):
     call = ToolCall(name=task.tools[0], args={})
-    steps = [(call, obs(error=gate)), (ToolCall(name=task.tools[0], args={"confirm": True}), obs(result={"ok": True}, changes=(CHANGE,), flags=flags)),
-             (Finish(answer=""), None)]
+    steps = [
+        (call, obs(error=gate)),
+        (
+            ToolCall(name=task.tools[0], args={"confirm": True}),
+            obs(result={"ok": True}, changes=(CHANGE,), flags=flags),
+        ),
+        (Finish(answer=""), None),
+    ]
     return episode(task, steps, trust=trust)
 
 
@@ -37,16 +43,21 @@ def test_a_verified_recovery_without_collateral_change_is_admitted_without_a_hum
 
 def test_a_task_that_cannot_show_no_collateral_change_sends_the_recovery_to_a_human():
     bounded = _bounded()
-    task = bounded.model_copy(update={"criteria": [c for c in bounded.criteria if not isinstance(c, NoCollateralCriterion)]})
+    task = bounded.model_copy(
+        update={"criteria": [c for c in bounded.criteria if not isinstance(c, NoCollateralCriterion)]}
+    )
     held, request = curate(verdict(task), task, _recovered(task, "needs_confirmation"), BUNDLE, None, P)
     assert (held.event_type, request.event_type) == ("TrajectoryQuarantined", "ReviewRequested")
     assert any("cannot show it caused no collateral change" in r for r in request.reasons)
 
 
-@pytest.mark.parametrize(("trust", "flags", "why"), [
-    ("simulated", (), "permission-gated"),  # a simulator's collateral check is not evidence enough
-    ("exact", ("destructive",), "destructive"),
-])
+@pytest.mark.parametrize(
+    ("trust", "flags", "why"),
+    [
+        ("simulated", (), "permission-gated"),  # a simulator's collateral check is not evidence enough
+        ("exact", ("destructive",), "destructive"),
+    ],
+)
 def test_recoveries_that_are_not_provably_harmless_stay_in_review(trust, flags, why):
     task = _bounded()
     held, request = curate(verdict(task), task, _recovered(task, "permission_denied", trust, flags), BUNDLE, None, P)

@@ -18,19 +18,44 @@ pytestmark = pytest.mark.unit
 def _episode(numbers, rejected=(), ended_steps=None):
     task = next(t for t in suite() if t.split == "train")
     ids = {**IDS, "task_id": task.task_id, "episode_id": "ep-h"}
-    events = [EpisodeStarted(**ids, backend="sandbox", trust_level="exact", policy_version="p", harness_version="h", seed=1,
-                             budgets=task.budgets)]
+    events = [
+        EpisodeStarted(
+            **ids,
+            backend="sandbox",
+            trust_level="exact",
+            policy_version="p",
+            harness_version="h",
+            seed=1,
+            budgets=task.budgets,
+        )
+    ]
     for k in rejected:
-        events.append(ActionRejected(**ids, step=k, raw_output=BlobRef(sha256="a" * 64, size=1),
-                                     error=ToolError(code="parse_error", message="no action"), input_tokens=1, output_tokens=1))
+        events.append(
+            ActionRejected(
+                **ids,
+                step=k,
+                raw_output=BlobRef(sha256="a" * 64, size=1),
+                error=ToolError(code="parse_error", message="no action"),
+                input_tokens=1,
+                output_tokens=1,
+            )
+        )
     for i, step in enumerate(numbers):
         last = i == len(numbers) - 1
         action = Finish(answer="done") if last else ToolCall(name="noop")
         events.append(ActionTaken(**ids, step=step, action=action, input_tokens=1, output_tokens=1))
         if not last:
             events.append(ObservationReturned(**ids, step=step, result="ok"))
-    ended = EpisodeEnded(**ids, reason="finished", steps=ended_steps if ended_steps is not None else len(numbers) + len(rejected),
-                         input_tokens=1, output_tokens=1, tool_calls=len(numbers) - 1, wall_time_s=1.0, answer="done")
+    ended = EpisodeEnded(
+        **ids,
+        reason="finished",
+        steps=ended_steps if ended_steps is not None else len(numbers) + len(rejected),
+        input_tokens=1,
+        output_tokens=1,
+        tool_calls=len(numbers) - 1,
+        wall_time_s=1.0,
+        answer="done",
+    )
     return task, rebuild_episode([*events, ended], ended)
 
 

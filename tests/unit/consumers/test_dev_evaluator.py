@@ -30,7 +30,10 @@ def test_group_ids_name_the_kind_and_versions():
     group = group_id("harness", "planner/3", "tiny/2")
     assert kind_of(group) == "harness" and kind_of(group_id("model", "scripted:reference", "default")) == "model"
     assert kind_of("plan-7") is None and kind_of(None) is None and kind_of("dev-eval:other:x:y") is None
-    assert model_ref("planner/3") == ("planner", "3") and model_ref("models:/planner@production") == ("planner", "production")
+    assert model_ref("planner/3") == ("planner", "3") and model_ref("models:/planner@production") == (
+        "planner",
+        "production",
+    )
     assert model_ref("scripted:reference") == ("scripted", "reference")
 
 
@@ -46,7 +49,11 @@ def _dev_round(ports, policy="planner/2", harness="h0", kind="model", winners=("
         task = by_id[r.task_id]
         ok = task.category in winners
         ids = {**IDS, "task_id": r.task_id, "episode_id": r.episode_id}
-        ends.append(EpisodeEnded(**ids, reason="finished", steps=2, input_tokens=10, output_tokens=5, tool_calls=2, wall_time_s=1.0))
+        ends.append(
+            EpisodeEnded(
+                **ids, reason="finished", steps=2, input_tokens=10, output_tokens=5, tool_calls=2, wall_time_s=1.0
+            )
+        )
         verdicts.append(verdict(task, None if ok else {task.criteria[0].id}, episode_id=r.episode_id))
     return requests, ends, verdicts
 
@@ -61,11 +68,24 @@ def test_the_last_verdict_of_a_group_publishes_its_scores_once(ports):
         outputs += evaluator.handle(v, ports)
     [evaluated] = outputs
     tool_use = [r for r in requests if next(t for t in suite() if t.task_id == r.task_id).category == "tool_use"]
-    assert evaluated.per_category["tool_use"].success_rate == 1.0 and evaluated.per_category["tool_use"].tasks == len(tool_use)
+    assert evaluated.per_category["tool_use"].success_rate == 1.0 and evaluated.per_category["tool_use"].tasks == len(
+        tool_use
+    )
     assert evaluated.per_category["memory"].success_rate == 0.0
-    assert evaluated.overall == pytest.approx(overall_score({"tool_use": 1.0, "memory": 0.0, "skills": 0.0, "sub_agent": 0.0}))
-    assert (evaluated.model_name, evaluated.model_version, evaluated.harness_version, evaluated.evaluates) == ("planner", "2", "h0", "model")
-    assert (evaluated.tokens_per_task, evaluated.tool_calls_per_task, evaluated.causation_id) == (15.0, 2.0, min(requests, key=lambda r: r.task_id).event_id)
+    assert evaluated.overall == pytest.approx(
+        overall_score({"tool_use": 1.0, "memory": 0.0, "skills": 0.0, "sub_agent": 0.0})
+    )
+    assert (evaluated.model_name, evaluated.model_version, evaluated.harness_version, evaluated.evaluates) == (
+        "planner",
+        "2",
+        "h0",
+        "model",
+    )
+    assert (evaluated.tokens_per_task, evaluated.tool_calls_per_task, evaluated.causation_id) == (
+        15.0,
+        2.0,
+        min(requests, key=lambda r: r.task_id).event_id,
+    )
     publish_all(ports.bus, [evaluated])
     assert DevEvaluator().handle(verdicts[-1], ports) == []  # a redelivery in a fresh process finds it on the log
     assert evaluator.handle(verdicts[-1], ports) == []

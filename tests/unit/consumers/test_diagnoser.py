@@ -40,8 +40,14 @@ def test_unsupported_argument_is_argument_grounding():
 def test_acting_on_a_removed_item_is_state_tracking():
     task = _state_task()
     removed = StateChange(path="/notes/items/n_7", op="removed", before={"id": "n_7"})
-    ep = episode(task, [(_call(task, id="n_7"), obs(result={"ok": True}, changes=(removed,))),
-                        (_call(task, 1, id="n_7"), obs(result={"ok": True})), (Finish(), None)])
+    ep = episode(
+        task,
+        [
+            (_call(task, id="n_7"), obs(result={"ok": True}, changes=(removed,))),
+            (_call(task, 1, id="n_7"), obs(result={"ok": True})),
+            (Finish(), None),
+        ],
+    )
     d = diagnose(verdict(task, ids_of(task, "state")), task, ep, P)
     assert (d.attribution, d.step) == ("state_tracking", 1)
 
@@ -77,7 +83,10 @@ def test_a_permission_gated_action_is_policy_violation():
 
 def test_collateral_changes_are_policy_violation():
     task = task_with({"no_collateral", "state"})
-    ep = episode(task, [(_call(task), obs(result={"ok": 1}, changes=(StateChange(path="/x/y", op="changed"),))), (Finish(), None)])
+    ep = episode(
+        task,
+        [(_call(task), obs(result={"ok": 1}, changes=(StateChange(path="/x/y", op="changed"),))), (Finish(), None)],
+    )
     d = diagnose(verdict(task, ids_of(task, "no_collateral")), task, ep, P)
     assert d.attribution == "policy_violation" and d.step is None
 
@@ -104,10 +113,14 @@ def test_every_label_of_the_taxonomy_has_a_rule():
 
     assert {r.__name__ for r in RULES} | {"other"} == set(get_args(FailureCategory))
     task = _state_task()
-    assert findings(task, episode(task, [(Finish(), None)]), verdict(task, ids_of(task, "state")))[0].label == "premature_termination"
+    assert (
+        findings(task, episode(task, [(Finish(), None)]), verdict(task, ids_of(task, "state")))[0].label
+        == "premature_termination"
+    )
 
 
 # --- every step event: rejected outputs, contexts without output, sub-agent episodes ---------------------------
+
 
 def _rebuilt(events, children=()):
     by_id = {}
@@ -126,7 +139,13 @@ def test_rejected_outputs_are_part_of_the_rebuilt_episode():
 
 def test_running_out_of_valid_outputs_is_invalid_output_not_environment_error():
     task = _state_task()
-    ep = _rebuilt(episode_events(task, [("rejected", "parse_error"), ("rejected", "invalid_argument"), ("rejected", "parse_error")], reason="error"))
+    ep = _rebuilt(
+        episode_events(
+            task,
+            [("rejected", "parse_error"), ("rejected", "invalid_argument"), ("rejected", "parse_error")],
+            reason="error",
+        )
+    )
     d = diagnose(verdict(task, ids_of(task, "state")), task, ep, P)
     assert (d.attribution, d.step) == ("invalid_output", 1)
     assert "environment_error" not in d.secondary and "argument_grounding" in d.secondary
@@ -155,7 +174,12 @@ def test_an_invented_tool_name_is_tool_routing_evidence():
 
 def test_a_fault_inside_a_sub_agent_is_blamed_on_the_spawning_step():
     task = _state_task()
-    child = episode_events(task, [(_call(task), obs(error="internal")), (Finish(answer="no"), None)], episode_id="child-0001", parent="ep-1")
+    child = episode_events(
+        task,
+        [(_call(task), obs(error="internal")), (Finish(answer="no"), None)],
+        episode_id="child-0001",
+        parent="ep-1",
+    )
     result = {"kind": "subagent_result", "child_episode_id": "child-0001", "summary": "no", "success": True}
     parent = episode_events(task, [(SubagentSpawn(goal="look it up"), obs(result=result)), (Finish(), None)])
     ep = _rebuilt(parent, [child])
@@ -176,7 +200,15 @@ def test_more_evidence_means_more_confidence():
     task = _state_task()
     call = _call(task, q="x")
     once = episode(task, [(call, obs(error="not_found")), (call, obs(error="not_found")), (Finish(), None)])
-    twice = episode(task, [(call, obs(error="not_found")), (call, obs(error="not_found")), (call, obs(error="not_found")), (Finish(), None)])
+    twice = episode(
+        task,
+        [
+            (call, obs(error="not_found")),
+            (call, obs(error="not_found")),
+            (call, obs(error="not_found")),
+            (Finish(), None),
+        ],
+    )
     v = verdict(task, ids_of(task, "state"))
     assert findings(task, once, v)[0].label == findings(task, twice, v)[0].label == "recovery"
     assert findings(task, twice, v)[0].confidence > findings(task, once, v)[0].confidence

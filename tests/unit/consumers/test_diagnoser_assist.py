@@ -52,7 +52,11 @@ def test_a_model_answer_without_a_label_leaves_the_rules_answer():
     task, ep, v = _unexplained()
     plain = diagnose(v, task, ep, P)
     assisted = diagnose(v, task, ep, P, ModelAssist(Recorder("no idea, sorry"), "tiny/3"))
-    assert (assisted.attribution, assisted.explanation, assisted.confidence) == (plain.attribution, plain.explanation, plain.confidence)
+    assert (assisted.attribution, assisted.explanation, assisted.confidence) == (
+        plain.attribution,
+        plain.explanation,
+        plain.confidence,
+    )
 
 
 def test_configuration(monkeypatch):

@@ -20,15 +20,23 @@ def test_a_backend_failure_inside_a_sub_agent_is_diagnosed_from_the_log(tmp_path
     ports = Ports(open_bus(f"sqlite:///{tmp_path}/bus.db"), FileBlobStore(tmp_path / "blobs"), None)  # type: ignore[arg-type]
     ensure_topics(ports.bus)
     task = task_with({"state"})
-    child = episode_events(task, [(ToolCall(name=task.tools[0], args={}), obs(error="unavailable")), (Finish(answer="n/a"), None)],
-                           episode_id="sub-0001", parent="ep-1")
+    child = episode_events(
+        task,
+        [(ToolCall(name=task.tools[0], args={}), obs(error="unavailable")), (Finish(answer="n/a"), None)],
+        episode_id="sub-0001",
+        parent="ep-1",
+    )
     result = {"kind": "subagent_result", "child_episode_id": "sub-0001", "summary": "n/a", "success": True}
     parent = episode_events(task, [(SubagentSpawn(goal="look it up"), obs(result=result)), (Finish(), None)])
     publish_all(ports.bus, [task, *child, *parent])
     diagnoser = Diagnoser()
     assert diagnoser.handle(verdict(task, ids_of(task, "state"), outcome="error", episode_id="sub-0001"), ports) == []
     [d] = diagnoser.handle(verdict(task, ids_of(task, "state")), ports)
-    assert isinstance(d, FailureDiagnosed) and (d.attribution, d.step) == ("environment_error", 1) and "sub-agent" in d.explanation
+    assert (
+        isinstance(d, FailureDiagnosed)
+        and (d.attribution, d.step) == ("environment_error", 1)
+        and "sub-agent" in d.explanation
+    )
     index = diagnoser._sources.episodes  # type: ignore[union-attr]
     assert index.get("ep-1") == [] and index.get("sub-0001") == []  # both released once the parent is decided
     publish_all(ports.bus, [d])

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from bus_schemas import decode, encode
-from bus_schemas.events import AnswerCriterion, EpisodeEnded, EpisodeVerified, FailureDiagnosed, StateCriterion, TaskSpecified
+from bus_schemas.events import (
+    AnswerCriterion,
+    EpisodeEnded,
+    EpisodeVerified,
+    FailureDiagnosed,
+    StateCriterion,
+    TaskSpecified,
+)
 from consumer_factory import P
 from consumers.common.episode import EpisodeRecord, Rejection, rebuild_episode
 from consumers.diagnoser.assist import ModelAssist
@@ -58,12 +65,18 @@ def test_the_fixture_is_small_and_holds_failed_episodes_of_a_trained_model() -> 
 def test_the_label_mix_on_the_fixture() -> None:
     """Diagnoser 0.1.0 said: premature_termination 21, environment_error 10, hallucinated_completion 4, argument_grounding 3."""
     assert Counter(_label(c) for c in recorded()) == {
-        "premature_termination": 17, "invalid_output": 10, "tool_routing": 7, "argument_grounding": 3, "hallucinated_completion": 1,
+        "premature_termination": 17,
+        "invalid_output": 10,
+        "tool_routing": 7,
+        "argument_grounding": 3,
+        "hallucinated_completion": 1,
     }
 
 
 def test_no_failure_is_blamed_on_the_environment_when_the_backend_never_failed() -> None:
-    backend_errors = [o for _, ep, _ in recorded() for o in ep.observations if o.error and o.error.code in ENVIRONMENT_CODES]
+    backend_errors = [
+        o for _, ep, _ in recorded() for o in ep.observations if o.error and o.error.code in ENVIRONMENT_CODES
+    ]
     assert backend_errors == []
     assert not any("environment_error" in {f.label for f in findings(*c)} for c in recorded())
 
@@ -99,14 +112,22 @@ def test_finishing_labels_rest_on_the_failed_criteria() -> None:
         if label == "premature_termination":
             assert ep.finish is not None and failed & {c.id for c in task.criteria if isinstance(c, StateCriterion)}
         if label == "hallucinated_completion":
-            assert ep.finish and ep.finish.answer and failed & {c.id for c in task.criteria if isinstance(c, AnswerCriterion)}
+            assert (
+                ep.finish
+                and ep.finish.answer
+                and failed & {c.id for c in task.criteria if isinstance(c, AnswerCriterion)}
+            )
 
 
 def test_confidence_follows_the_evidence() -> None:
     conf = [findings(*c)[0].confidence for c in recorded()]
     assert all(0 < x <= MAX_CONFIDENCE for x in conf)
     assert len(set(conf)) >= 4  # not one constant per label
-    by_rejections = sorted((len(ep.rejections), findings(t, ep, v)[0].confidence) for t, ep, v in recorded() if _label((t, ep, v)) == "invalid_output")
+    by_rejections = sorted(
+        (len(ep.rejections), findings(t, ep, v)[0].confidence)
+        for t, ep, v in recorded()
+        if _label((t, ep, v)) == "invalid_output"
+    )
     assert by_rejections == sorted(by_rejections, key=lambda p: p[1])  # more unusable outputs, more certain
 
 

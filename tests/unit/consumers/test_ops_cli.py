@@ -30,8 +30,17 @@ def bus_url(tmp_path) -> str:
     url = f"sqlite:///{tmp_path}/bus.db"
     bus = open_bus(url)
     ensure_topics(bus)
-    letter = DeadLettered(**IDS, original_topic="episodes", original_partition=0, original_offset=3, consumer_group="flywheel.verifier",
-                          error_type="MissingInput", error="no task", attempts=3, payload=BlobRef(sha256="d" * 64, size=1))
+    letter = DeadLettered(
+        **IDS,
+        original_topic="episodes",
+        original_partition=0,
+        original_offset=3,
+        consumer_group="flywheel.verifier",
+        error_type="MissingInput",
+        error="no task",
+        attempts=3,
+        payload=BlobRef(sha256="d" * 64, size=1),
+    )
     publish_all(bus, [letter, ReviewRequested(**IDS, task_id="t", episode_id="ep-7", reasons=["safety-sensitive"])])
     bus.close()
     return url
@@ -39,7 +48,9 @@ def bus_url(tmp_path) -> str:
 
 def test_consume_lists_every_consumer(cli):
     out = CliRunner().invoke(cli, ["consume", "--list"])
-    assert out.exit_code == 0 and all(name in out.output for name in ("verifier", "curator", "diagnoser", "reweighter", "round_controller"))
+    assert out.exit_code == 0 and all(
+        name in out.output for name in ("verifier", "curator", "diagnoser", "reweighter", "round_controller")
+    )
     assert CliRunner().invoke(cli, ["consume", "nope"]).exit_code != 0
 
 
@@ -51,11 +62,15 @@ def test_status_shows_dead_letters_and_pending_reviews(cli, bus_url):
 
 def test_a_review_decision_is_published_once_and_then_no_longer_pending(cli, bus_url, tmp_path):
     blobs = f"file:///{tmp_path}/blobs"
-    out = CliRunner().invoke(cli, ["review", "approve", "ep-7", "--reviewer", "ana", "--note", "fine", "--bus", bus_url, "--blobs", blobs])
+    out = CliRunner().invoke(
+        cli, ["review", "approve", "ep-7", "--reviewer", "ana", "--note", "fine", "--bus", bus_url, "--blobs", blobs]
+    )
     assert out.exit_code == 0, out.output
     bus = open_bus(bus_url)
     [decided] = [e for e in map(from_record, bus.replay("curation")) if isinstance(e, ReviewDecided)]
     assert (decided.decision, decided.reviewer, decided.note) == ("approve", "ana", "fine")
     bus.close()
-    again = CliRunner().invoke(cli, ["review", "reject", "ep-7", "--reviewer", "bo", "--bus", bus_url, "--blobs", blobs])
+    again = CliRunner().invoke(
+        cli, ["review", "reject", "ep-7", "--reviewer", "bo", "--bus", bus_url, "--blobs", blobs]
+    )
     assert again.exit_code != 0 and "no pending review" in again.output

@@ -17,7 +17,10 @@ def _train():
 
 
 def _history(task, outcomes):
-    return [verdict(task, None if ok else {task.criteria[0].id}, episode_id=f"ep-{task.task_id}-{i}") for i, ok in enumerate(outcomes)]
+    return [
+        verdict(task, None if ok else {task.criteria[0].id}, episode_id=f"ep-{task.task_id}-{i}")
+        for i, ok in enumerate(outcomes)
+    ]
 
 
 def _plan(verdicts=(), diagnoses=(), dev=None, cfg=PlanConfig()):
@@ -41,7 +44,15 @@ def test_unstable_tasks_are_up_weighted_by_their_variance():
 
 def test_diagnosed_failures_form_repair_sets_and_tag_weights():
     task = _train()[2]
-    d = FailureDiagnosed(**IDS, task_id=task.task_id, episode_id="ep-x", attribution="recovery", explanation="x", confidence=0.9, diagnoser_version="v")
+    d = FailureDiagnosed(
+        **IDS,
+        task_id=task.task_id,
+        episode_id="ep-x",
+        attribution="recovery",
+        explanation="x",
+        confidence=0.9,
+        diagnoser_version="v",
+    )
     [p] = _plan(_history(task, [False]), [d])
     assert p.task_weights[task.task_id] == 1.5 and p.tag_weights == {"recovery": 2.0}
 
@@ -55,9 +66,16 @@ def test_weak_capabilities_get_more_weight():
 
 def _dev(memory_rate):
     scores = {"tool_use": 0.9, "memory": memory_rate, "skills": 0.9, "sub_agent": 0.9}
-    return DevSetEvaluated(**IDS, model_name="m", model_version="1", harness_version="h",
-                           per_category={k: CategoryScore(success_rate=v, tasks=10) for k, v in scores.items()},
-                           overall=overall_score(scores), tokens_per_task=1.0, tool_calls_per_task=1.0)
+    return DevSetEvaluated(
+        **IDS,
+        model_name="m",
+        model_version="1",
+        harness_version="h",
+        per_category={k: CategoryScore(success_rate=v, tasks=10) for k, v in scores.items()},
+        overall=overall_score(scores),
+        tokens_per_task=1.0,
+        tool_calls_per_task=1.0,
+    )
 
 
 def test_a_low_dev_score_with_a_small_pool_requests_new_tasks():

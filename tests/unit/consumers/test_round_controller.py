@@ -45,11 +45,14 @@ def _setup(ports, planned=4, cfg=RoundConfig(min_admitted_for_training=3)):
     return RoundController(cfg), started, [t for t in tasks if t.split == "train"]
 
 
-
 def test_a_plan_schedules_the_planned_rollouts_reproducibly(ports):
     ctl, started, train = _setup(ports)
-    plan = SamplingPlanUpdated(**IDS, plan_id="run-test/round-0", category_weights={"memory": 1.0, "tool_use": 0.0, "skills": 0.0, "sub_agent": 0.0},
-                               reweighter_version="v")
+    plan = SamplingPlanUpdated(
+        **IDS,
+        plan_id="run-test/round-0",
+        category_weights={"memory": 1.0, "tool_use": 0.0, "skills": 0.0, "sub_agent": 0.0},
+        reweighter_version="v",
+    )
     first, again = ctl.handle(plan, ports), RoundController().handle(plan, ports)
     assert len(first) == 4 and [r.task_id for r in first] == [r.task_id for r in again]
     assert [r.episode_id for r in first] == [r.episode_id for r in again]
@@ -58,9 +61,16 @@ def test_a_plan_schedules_the_planned_rollouts_reproducibly(ports):
 
 
 def _decision(task, i, admitted=True):
-    common = dict(**IDS, task_id=task.task_id, episode_id=f"ep-{i}", reasons=["r"], category=task.category, tags=task.tags,
-                  provenance=Provenance(task_source=task.source, backend="sandbox", policy_version="p0", harness_version="h0"),
-                  curator_version="v")
+    common = dict(
+        **IDS,
+        task_id=task.task_id,
+        episode_id=f"ep-{i}",
+        reasons=["r"],
+        category=task.category,
+        tags=task.tags,
+        provenance=Provenance(task_source=task.source, backend="sandbox", policy_version="p0", harness_version="h0"),
+        curator_version="v",
+    )
     return TrajectoryAdmitted(**common, trajectory=BLOB) if admitted else TrajectoryRejected(**common)
 
 
@@ -84,7 +94,12 @@ def test_enough_admitted_data_triggers_training_once(ports):
 def test_too_little_admitted_data_completes_the_round(ports):
     ctl, started, train = _setup(ports)
     [done] = _curate(ports, ctl, train, admitted=1)
-    assert isinstance(done, RoundCompleted) and (done.round, done.episodes, done.success_rate, done.model_version_out) == (0, 4, 1.0, None)
+    assert isinstance(done, RoundCompleted) and (
+        done.round,
+        done.episodes,
+        done.success_rate,
+        done.model_version_out,
+    ) == (0, 4, 1.0, None)
     publish_all(ports.bus, [done])
     [nxt] = ctl.handle(done, ports)
     assert (nxt.event_type, nxt.round, nxt.policy_version, nxt.planned_rollouts) == ("RoundStarted", 1, "p0", 4)
@@ -100,15 +115,27 @@ def test_a_new_model_is_evaluated_on_every_dev_task_and_its_score_closes_the_rou
     evaluated = _evaluated("2", 0.5)
     publish_all(ports.bus, [evaluated])
     [done] = ctl.handle(evaluated, ports)
-    assert (done.model_version_out, done.dev_overall, done.harness_version_out) == ("planner/2", evaluated.overall, None)
+    assert (done.model_version_out, done.dev_overall, done.harness_version_out) == (
+        "planner/2",
+        evaluated.overall,
+        None,
+    )
     assert ctl.handle(evaluated, ports) == []
 
 
 def _evaluated(version, score, harness="h0", evaluates="model", round=0):
     scores = {"tool_use": score, "memory": score, "skills": score, "sub_agent": score}
-    return DevSetEvaluated(**IDS | {"round": round}, model_name="planner", model_version=version, harness_version=harness,
-                           evaluates=evaluates, per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in scores.items()},
-                           overall=overall_score(scores), tokens_per_task=1.0, tool_calls_per_task=1.0)
+    return DevSetEvaluated(
+        **IDS | {"round": round},
+        model_name="planner",
+        model_version=version,
+        harness_version=harness,
+        evaluates=evaluates,
+        per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in scores.items()},
+        overall=overall_score(scores),
+        tokens_per_task=1.0,
+        tool_calls_per_task=1.0,
+    )
 
 
 def _harness(kind, revision="rev-1", **fields):
@@ -118,7 +145,12 @@ def _harness(kind, revision="rev-1", **fields):
     if kind == "proposed":
         return HarnessRevisionProposed(**common, revision_id=revision, base_version="tiny/1", patch=BLOB, summary="s")
     if kind == "decided":
-        return HarnessRevisionDecided(**common, revision_id=revision, decision=fields.get("decision", "accepted"), decided_by="auto:add_instruction")
+        return HarnessRevisionDecided(
+            **common,
+            revision_id=revision,
+            decision=fields.get("decision", "accepted"),
+            decided_by="auto:add_instruction",
+        )
     return HarnessVersionPublished(**common, harness_version="tiny/2", config=BLOB, revision_id=revision)
 
 
@@ -152,7 +184,8 @@ def test_a_published_revision_is_evaluated_with_the_best_model_on_the_new_harnes
     publish_all(ports.bus, [_evaluated("2", 0.5), _evaluated("3", 0.25)])
     rollouts = ctl.handle(_harness("published"), ports)
     assert rollouts and {(r.policy_version, r.harness_version, r.group_id) for r in rollouts} == {
-        ("planner/2", "tiny/2", "dev-eval:harness:planner/2:tiny/2")}
+        ("planner/2", "tiny/2", "dev-eval:harness:planner/2:tiny/2")
+    }
 
 
 def test_the_next_round_carries_the_best_versions_not_the_latest(ports):

@@ -13,7 +13,9 @@ pytestmark = pytest.mark.unit
 
 
 def _request(**kw):
-    return TaskGenerationRequested(**IDS, **{"request_id": "run-test/round-1/memory", "capability": "memory", "count": 4, **kw})
+    return TaskGenerationRequested(
+        **IDS, **{"request_id": "run-test/round-1/memory", "capability": "memory", "count": 4, **kw}
+    )
 
 
 def test_generated_tasks_pass_the_reference_solver_and_fail_the_no_op():
@@ -27,7 +29,9 @@ def test_generated_tasks_pass_the_reference_solver_and_fail_the_no_op():
 
 def test_construction_is_reproducible_from_the_request():
     a, b = construct(_request(), [], set(), P), construct(_request(), [], set(), P)
-    assert [t.task_id for t in a] == [t.task_id for t in b] and [fingerprint(t) for t in a] == [fingerprint(t) for t in b]
+    assert [t.task_id for t in a] == [t.task_id for t in b] and [fingerprint(t) for t in a] == [
+        fingerprint(t) for t in b
+    ]
     assert [t.task_id for t in construct(_request(request_id="other"), [], set(), P)] != [t.task_id for t in a]
 
 

@@ -39,7 +39,11 @@ def test_the_reference_solution_passes_and_doing_nothing_fails(ports):
     good, bad = _run(ports, task, reference_solver, "ep-good"), _run(ports, task, noop_policy, "ep-bad")
     [v_good], [v_bad] = verifier.handle(good, ports), verifier.handle(bad, ports)
     assert (v_good.outcome, v_good.score) == ("success", 1.0) and v_good.causation_id == good.event_id
-    assert v_bad.outcome == "failure" and v_bad.score < 1 and [c.criterion_id for c in v_bad.criteria] == [c.id for c in task.criteria]
+    assert (
+        v_bad.outcome == "failure"
+        and v_bad.score < 1
+        and [c.criterion_id for c in v_bad.criteria] == [c.id for c in task.criteria]
+    )
     assert v_good.evidence == [good.final_state] and all(c.evidence == [good.final_state] for c in v_good.criteria)
 
 
@@ -61,8 +65,18 @@ def test_an_episode_of_an_unknown_task_is_a_missing_input(ports):
 
 def test_no_evidence_or_an_unknown_backend_is_an_error_not_a_failure():
     task = next(t for t in suite() if t.split == "train")
-    ended = EpisodeEnded(producer=P, run_id="r", task_id=task.task_id, episode_id="e", reason="error", steps=0,
-                         input_tokens=0, output_tokens=0, tool_calls=0, wall_time_s=0.0)
+    ended = EpisodeEnded(
+        producer=P,
+        run_id="r",
+        task_id=task.task_id,
+        episode_id="e",
+        reason="error",
+        steps=0,
+        input_tokens=0,
+        output_tokens=0,
+        tool_calls=0,
+        wall_time_s=0.0,
+    )
     assert judge(ended, task, "sandbox", None, P).outcome == "error"
     assert "no verifier for backend 'device'" in judge(ended, task, "device", None, P).criteria[0].detail
 
@@ -101,4 +115,6 @@ def test_a_start_the_verifier_saw_spares_the_log_lookup_and_gives_the_same_verdi
     verifier = Verifier()
     assert verifier.handle(started, ports) == []
     remembered = verifier.handle(ended, ports)[0]
-    assert remembered.model_dump(exclude={"event_id", "occurred_at"}) == from_log.model_dump(exclude={"event_id", "occurred_at"})
+    assert remembered.model_dump(exclude={"event_id", "occurred_at"}) == from_log.model_dump(
+        exclude={"event_id", "occurred_at"}
+    )

@@ -20,8 +20,12 @@ def test_the_verifier_judges_the_parent_and_not_its_sub_agent(tmp_path):
     ports = Ports(open_bus(f"sqlite:///{tmp_path}/bus.db"), FileBlobStore(tmp_path / "blobs"), None)  # type: ignore[arg-type]
     ensure_topics(ports.bus)
     task = task_with({"state"})
-    child = episode_events(task, [(ToolCall(name=task.tools[0], args={}), obs(result={"ok": 1})), (Finish(answer="done"), None)],
-                           episode_id="sub-0001", parent="ep-1")
+    child = episode_events(
+        task,
+        [(ToolCall(name=task.tools[0], args={}), obs(result={"ok": 1})), (Finish(answer="done"), None)],
+        episode_id="sub-0001",
+        parent="ep-1",
+    )
     result = {"kind": "subagent_result", "child_episode_id": "sub-0001", "summary": "done", "success": True}
     parent = episode_events(task, [(SubagentSpawn(goal="do it"), obs(result=result)), (Finish(), None)])
     publish_all(ports.bus, [task, *child, *parent])

@@ -20,8 +20,13 @@ def test_sub_agent_tokens_and_tool_calls_roll_up_into_the_parent_episode() -> No
     inner = SubagentSpawn(goal="Add the note twice", tools=["notes.add"], max_steps=4)
     script = [ADD, inner, ADD, ADD, Finish(answer="added"), Finish(answer="done")]
     events = EventList()
-    harness = Harness(config=HarnessConfig(), policy=ScriptedPolicy(script, "reference"), blobs=MemoryBlobs(),  # type: ignore[arg-type]
-                      events=events, skills=SkillLibrary.empty())
+    harness = Harness(
+        config=HarnessConfig(),
+        policy=ScriptedPolicy(script, "reference"),
+        blobs=MemoryBlobs(),  # type: ignore[arg-type]
+        events=events,
+        skills=SkillLibrary.empty(),
+    )
     outcome = run_episode(harness, make_task(), NotesBackend(), RunIds(run_id="run-1", round=0))  # type: ignore[arg-type]
     parent, child = [e for e in events if isinstance(e, EpisodeStarted)]
     ended = {e.episode_id: e for e in events if isinstance(e, EpisodeEnded)}
@@ -33,6 +38,10 @@ def test_sub_agent_tokens_and_tool_calls_roll_up_into_the_parent_episode() -> No
     assert kid.tool_calls == 2 and kid.output_tokens == own(child.episode_id, "output_tokens")
     assert top.tool_calls == 1 + 2  # its own call and the sub-agent's two
     for field in ("input_tokens", "output_tokens"):
-        assert getattr(top, field) == own(parent.episode_id, field) + own(child.episode_id, field) > own(parent.episode_id, field)
+        assert (
+            getattr(top, field)
+            == own(parent.episode_id, field) + own(child.episode_id, field)
+            > own(parent.episode_id, field)
+        )
     assert top.steps == 3  # its own model turns only (spawn, add, finish): step numbering stays the parent's
     assert (outcome.tool_calls, outcome.output_tokens) == (top.tool_calls, top.output_tokens)

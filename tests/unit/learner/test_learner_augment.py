@@ -11,8 +11,10 @@ from learner.dataset.build import Example
 
 pytestmark = pytest.mark.unit
 
-PROMPT = ("<|im_start|>user\n# Task\nSet an alarm for 19:50 labelled 'Pick up kids'.\n<|im_end|>\n"
-          "<|im_start|>user\nObservation: {\"id\":\"c_4\",\"name\":\"Dev Moreau\"}<|im_end|>\n")
+PROMPT = (
+    "<|im_start|>user\n# Task\nSet an alarm for 19:50 labelled 'Pick up kids'.\n<|im_end|>\n"
+    '<|im_start|>user\nObservation: {"id":"c_4","name":"Dev Moreau"}<|im_end|>\n'
+)
 COMPLETION = '<action>{"args":{"label":"Pick up kids","time":"19:50","id":"c_4","n":3},"kind":"tool_call","name":"clock.set_alarm"}</action>'
 
 
@@ -32,7 +34,9 @@ def test_only_values_the_completion_copies_from_the_prompt_are_swapped():
 
 
 def test_answers_are_swapped_word_by_word_and_nothing_copied_means_no_copy():
-    finish = _example("Observation: {\"high_c\":17,\"city\":\"Lisbon\"}", '<action>{"answer":"17 °C in Lisbon","kind":"finish"}</action>')
+    finish = _example(
+        'Observation: {"high_c":17,"city":"Lisbon"}', '<action>{"answer":"17 °C in Lisbon","kind":"finish"}</action>'
+    )
     swapped = swap_values(finish, random.Random(1))
     assert swapped is not None and "Lisbon" not in swapped.completion and "°C" in swapped.completion
     assert swap_values(_example("nothing here", COMPLETION), random.Random(0)) is None

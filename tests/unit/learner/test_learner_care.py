@@ -85,7 +85,11 @@ def test_competence_is_the_success_rate_per_capability_keeping_priors() -> None:
 
 def choose(inputs: ControllerInputs, current: str, **kwargs):
     return choose_schedule(
-        inputs, SCHEDULE_BY_NAME[current], model_name="planner", run_id="r", producer=Producer(service="t", version="1"),
+        inputs,
+        SCHEDULE_BY_NAME[current],
+        model_name="planner",
+        run_id="r",
+        producer=Producer(service="t", version="1"),
         **kwargs,
     )
 
@@ -117,20 +121,43 @@ def test_a_schedule_model_is_bounded_and_checked() -> None:
     assert [s.cost_weight for s in SCHEDULES] == sorted(s.cost_weight for s in SCHEDULES)
 
 
-costs = st.builds(EpisodeCost, st.integers(0, 10**7), st.integers(0, 10**7), st.integers(0, 10**5), st.integers(0, 10**5))
+costs = st.builds(
+    EpisodeCost, st.integers(0, 10**7), st.integers(0, 10**7), st.integers(0, 10**5), st.integers(0, 10**5)
+)
 schedules = st.one_of(
     st.sampled_from(SCHEDULES),
-    st.builds(RewardSchedule, name=st.just("random"), partial_credit=st.floats(0.0, 0.999),
-              cost_weight=st.floats(0.0, 1e6), token_cost=st.floats(0.0, 1e3), tool_call_cost=st.floats(0.0, 1e3),
-              step_cost=st.floats(0.0, 1e3), token_scale=st.floats(1e-3, 1e4)),
+    st.builds(
+        RewardSchedule,
+        name=st.just("random"),
+        partial_credit=st.floats(0.0, 0.999),
+        cost_weight=st.floats(0.0, 1e6),
+        token_cost=st.floats(0.0, 1e3),
+        tool_call_cost=st.floats(0.0, 1e3),
+        step_cost=st.floats(0.0, 1e3),
+        token_scale=st.floats(1e-3, 1e4),
+    ),
 )
 
 
 @settings(max_examples=400, deadline=None)
-@given(schedule=schedules, win=costs, loss=costs, win_score=st.floats(0.0, 1.0), loss_score=st.floats(0.0, 1.0),
-       win_competence=st.floats(0.0, 1.0), loss_competence=st.floats(0.0, 1.0))
-def test_any_success_scores_above_any_failure(schedule, win, loss, win_score, loss_score, win_competence,  # noqa: ANN001
-                                              loss_competence) -> None:
+@given(
+    schedule=schedules,
+    win=costs,
+    loss=costs,
+    win_score=st.floats(0.0, 1.0),
+    loss_score=st.floats(0.0, 1.0),
+    win_competence=st.floats(0.0, 1.0),
+    loss_competence=st.floats(0.0, 1.0),
+)
+def test_any_success_scores_above_any_failure(
+    schedule,
+    win,
+    loss,
+    win_score,
+    loss_score,
+    win_competence,  # noqa: ANN001
+    loss_competence,
+) -> None:
     success = shaped_reward(True, win_score, win, win_competence, schedule)
     failure = shaped_reward(False, loss_score, loss, loss_competence, schedule)
     assert success.total > failure.total

@@ -68,7 +68,9 @@ def test_digest_and_offsets_pin_the_data_and_parquet_round_trips(seeded, tmp_pat
     first = build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get)
     again = build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get)
     assert first.digest == again.digest and first.digest.startswith("sha256:")
-    assert first.offsets["episodes/0"] >= 0 and sum(v for k, v in first.offsets.items() if k.startswith("episodes/")) > 0
+    assert (
+        first.offsets["episodes/0"] >= 0 and sum(v for k, v in first.offsets.items() if k.startswith("episodes/")) > 0
+    )
     assert first.harness_versions == [harness_version(config)]
     from datasets import Dataset
 

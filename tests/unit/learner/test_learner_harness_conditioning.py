@@ -72,7 +72,9 @@ def tokenizer(tasks: dict[str, TaskSpecified]):
     return train_tokenizer(list(turn_corpus(texts)), vocab_size=512)
 
 
-def conditioned(tokenizer, task: TaskSpecified, config: HarnessConfig, library: SkillLibrary | None = None) -> list[list[int]]:  # noqa: ANN001
+def conditioned(
+    tokenizer, task: TaskSpecified, config: HarnessConfig, library: SkillLibrary | None = None
+) -> list[list[int]]:  # noqa: ANN001
     learner = LearnerConfig()
     return [window(learner).prompt_ids(tokenizer, p) for p in prompts(task, config, library)]
 
@@ -101,8 +103,15 @@ def test_a_skill_note_and_a_skill_body_edit_change_the_conditioning_ids(tokenize
     assert conditioned(tokenizer, task, noted)[0] != conditioned(tokenizer, task, base)[0]
     library = skills()
     name = task.skills[0]
-    edited = SkillLibrary([library.get(n).model_copy(update={"body": "Check the calendar first.\n" + library.get(n).body})
-                           if n == name else library.get(n) for n in library.names()], "sha256:edited")
+    edited = SkillLibrary(
+        [
+            library.get(n).model_copy(update={"body": "Check the calendar first.\n" + library.get(n).body})
+            if n == name
+            else library.get(n)
+            for n in library.names()
+        ],
+        "sha256:edited",
+    )
     before, after = conditioned(tokenizer, task, base), conditioned(tokenizer, task, base, edited)
     loaded = [i for i, ids in enumerate(before) if f"# Skill {name}" in tokenizer.decode(ids)]
     assert loaded, "the reference solver loads the task's skill"
@@ -134,8 +143,9 @@ def test_training_examples_condition_on_the_same_ids_as_the_live_policy(embedded
 
     config, task = LearnerConfig(), tasks["skills"]
     seed_cold_start(embedded_ports, [task], config.harness, skills(), run_id="t")
-    build = build_dataset(read_log(embedded_ports.bus), {harness_version(config): config.harness}, skills(),
-                          embedded_ports.blobs.get)
+    build = build_dataset(
+        read_log(embedded_ports.bus), {harness_version(config): config.harness}, skills(), embedded_ports.blobs.get
+    )
     assert build.skipped == {} and build.examples
     trained = [window(config).prompt_ids(tokenizer, e.prompt) for e in sorted(build.examples, key=lambda e: e.step)]
     assert trained == conditioned(tokenizer, task, config.harness)  # train (re-rendered) == serve (live)

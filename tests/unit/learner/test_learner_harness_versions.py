@@ -28,8 +28,14 @@ def record(ports, config: HarnessConfig, label: str | None, tasks) -> set[str]: 
     publish_all(ports.bus, list(tasks))
     episodes = set()
     for task in tasks:
-        harness = Harness(config=config, policy=ScriptedPolicy(reference_solver(task), "reference"), blobs=ports.blobs,
-                          events=lambda e: None, skills=skills(), version_label=label)
+        harness = Harness(
+            config=config,
+            policy=ScriptedPolicy(reference_solver(task), "reference"),
+            blobs=ports.blobs,
+            events=lambda e: None,
+            skills=skills(),
+            version_label=label,
+        )
         judged = run_judged_episode(harness, task, SandboxBackend(), RunIds(run_id="run-hv", cause=task.event_id))
         publish_all(ports.bus, judged.events)
         episodes.add(judged.outcome.episode_id)
@@ -39,8 +45,9 @@ def record(ports, config: HarnessConfig, label: str | None, tasks) -> set[str]: 
 def test_episodes_of_a_published_revision_are_trained_on_and_unknown_versions_are_skipped(embedded_ports) -> None:
     ports, config = embedded_ports, LearnerConfig()
     tasks = [t for t in build_task_suite("run-hv") if t.split == "train" and t.category == "tool_use"][:6]
-    published = publish_harness_version(ports.registry, ports.blobs, REVISED, producer=Producer(service="t", version="1"),
-                                         run_id="run-hv")
+    published = publish_harness_version(
+        ports.registry, ports.blobs, REVISED, producer=Producer(service="t", version="1"), run_id="run-hv"
+    )
     assert published.harness_version == "tiny-planner/1"
     ours = record(ports, config.harness, None, tasks[:2])
     revised = record(ports, REVISED, published.harness_version, tasks[2:4])

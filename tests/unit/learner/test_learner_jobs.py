@@ -25,11 +25,17 @@ from learner.sft import SftSettings
 pytestmark = pytest.mark.unit
 
 
-def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_served(embedded_ports, tmp_path: Path) -> None:
+def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_served(
+    embedded_ports, tmp_path: Path
+) -> None:
     ports = embedded_ports
     config = LearnerConfig(
-        cold_start_seeds=1, train_categories=("tool_use",), max_difficulty=1,  # a small pool: 4 templates x 18
-        sft=SftSettings(max_steps=3, batch_size=4), dev_per_category=1, work_dir=tmp_path / "work"
+        cold_start_seeds=1,
+        train_categories=("tool_use",),
+        max_difficulty=1,  # a small pool: 4 templates x 18
+        sft=SftSettings(max_steps=3, batch_size=4),
+        dev_per_category=1,
+        work_dir=tmp_path / "work",
     )
     with pytest.raises(ValueError, match="seed the cold start first"):
         run_sft(ports, config, run_id="run-jobs")
@@ -54,7 +60,9 @@ def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_serve
 
     services = LocalServices(ports, tmp_path / "services")  # the rollout worker and verifier RL's rollouts go through
     try:
-        tuned, reports = run_rl(ports, config, trained.model_version, steps=1, run_id="run-jobs", round=1, pump=services.pump)
+        tuned, reports = run_rl(
+            ports, config, trained.model_version, steps=1, run_id="run-jobs", round=1, pump=services.pump
+        )
     finally:
         services.close()
     assert reports[0].episodes == config.rl.tasks_per_step * config.rl.group_size
@@ -63,28 +71,46 @@ def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_serve
     choice = next(e for e in chosen if isinstance(e, RewardScheduleSelected))
     assert choice.previous == "partial_credit" and "train_success" in choice.inputs and choice.round == 1
 
-    served = ProductionPolicy(ports.registry, "planner", tmp_path / "serve", lambda d, v: PlannerPolicy.from_dir(d, name=v))
+    served = ProductionPolicy(
+        ports.registry, "planner", tmp_path / "serve", lambda d, v: PlannerPolicy.from_dir(d, name=v)
+    )
     assert served.refresh() and served.policy.name == f"planner/{trained.model_version}"
 
 
-def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_parent(embedded_ports, tmp_path: Path) -> None:
+def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_parent(
+    embedded_ports, tmp_path: Path
+) -> None:
     from learner.model import PromptWindow
     from learner.model.factory import load_checkpoint
 
     ports = embedded_ports
-    config = LearnerConfig(cold_start_seeds=1, train_categories=("tool_use",), max_difficulty=1,
-                           sft=SftSettings(max_steps=2, batch_size=4), work_dir=tmp_path / "w")
+    config = LearnerConfig(
+        cold_start_seeds=1,
+        train_categories=("tool_use",),
+        max_difficulty=1,
+        sft=SftSettings(max_steps=2, batch_size=4),
+        work_dir=tmp_path / "w",
+    )
     seed_reference_episodes(ports, config, run_id="run-cont")
     base = run_sft(ports, config, run_id="run-cont")
     # a config with another vocabulary and window: the continued run must keep the base version's
-    other = config.model_copy(update={"vocab_size": 700, "max_prompt_tokens": 100, "goal_tokens": 10, "system_tokens": 20,
-                                      "max_new_tokens": 64})
+    other = config.model_copy(
+        update={
+            "vocab_size": 700,
+            "max_prompt_tokens": 100,
+            "goal_tokens": 10,
+            "system_tokens": 20,
+            "max_new_tokens": 64,
+        }
+    )
     continued = run_sft(ports, other, run_id="run-cont", round=1, base_version=base.model_version, max_steps=3)
     ref = ports.registry.resolve(f"planner/{continued.model_version}")
     assert ref.tags["parent_version"] == base.model_version
     run = ports.registry.get_run(ref.run_id or "")
     assert run.params["max_steps"] == "3" and run.params["parent_version"] == base.model_version
-    assert PromptWindow.load(continued.checkpoint) == PromptWindow.load(base.checkpoint) != PromptWindow(100, 64, 10, 20)
+    assert (
+        PromptWindow.load(continued.checkpoint) == PromptWindow.load(base.checkpoint) != PromptWindow(100, 64, 10, 20)
+    )
     (_, base_tokenizer), (_, tokenizer) = load_checkpoint(base.checkpoint), load_checkpoint(continued.checkpoint)
     assert tokenizer.get_vocab() == base_tokenizer.get_vocab() and len(tokenizer) != 700
     fresh = run_sft(ports, other, run_id="run-cont", round=2, time_budget_s=0.0)

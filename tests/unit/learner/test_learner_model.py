@@ -10,7 +10,14 @@ from typer.testing import CliRunner
 
 from harness_service.context.messages import ChatMessage, render_messages
 from infra.cli.train import app
-from learner.model import PlannerPolicy, PromptWindow, TinyModelConfig, build_tiny_model, load_checkpoint, save_checkpoint
+from learner.model import (
+    PlannerPolicy,
+    PromptWindow,
+    TinyModelConfig,
+    build_tiny_model,
+    load_checkpoint,
+    save_checkpoint,
+)
 from learner.model import train_tokenizer
 
 pytestmark = pytest.mark.unit
@@ -41,7 +48,9 @@ def test_checkpoint_round_trips_with_identical_logits(tmp_path: Path) -> None:
 def test_policy_prompts_with_the_newest_window_and_stops_at_the_budget() -> None:
     tokenizer = train_tokenizer(CORPUS, vocab_size=400)
     model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, layers=1))
-    policy = PlannerPolicy(model, tokenizer, name="planner/1", window=PromptWindow(max_prompt_tokens=20, max_new_tokens=5))
+    policy = PlannerPolicy(
+        model, tokenizer, name="planner/1", window=PromptWindow(max_prompt_tokens=20, max_new_tokens=5)
+    )
     out = policy.generate([ChatMessage(role="user", content=CORPUS[0] * 5)])
     assert out.input_tokens == 20 and out.output_tokens <= 5
 

@@ -42,26 +42,54 @@ def _tiny(ports: Ports, config: LearnerConfig):  # noqa: ANN202
     seed_cold_start(ports, pool, config.harness, skills(), run_id=RUN)
     data = current_dataset(ports, config)
     tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
-    return pool, build_tiny_model(tokenizer, config.tiny.model_copy(update={"hidden_size": 32, "intermediate_size": 64})), tokenizer
+    return (
+        pool,
+        build_tiny_model(tokenizer, config.tiny.model_copy(update={"hidden_size": 32, "intermediate_size": 64})),
+        tokenizer,
+    )
 
 
-def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifier(embedded_ports: Ports, tmp_path: Path) -> None:
+def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifier(
+    embedded_ports: Ports, tmp_path: Path
+) -> None:
     ports, config = embedded_ports, LearnerConfig()
     pool, model, tokenizer = _tiny(ports, config)
     publish_all(ports.bus, pool)
-    harness = publish_harness_version(ports.registry, ports.blobs, config.harness, producer=Producer(service="test", version="0"),
-                                      run_id=RUN, aliases=("production",), round=0)
+    harness = publish_harness_version(
+        ports.registry,
+        ports.blobs,
+        config.harness,
+        producer=Producer(service="test", version="0"),
+        run_id=RUN,
+        aliases=("production",),
+        round=0,
+    )
     publish_all(ports.bus, [harness])
     envs = EnvironmentPool()
     envs.register("sandbox", SandboxBackend, 1)
-    worker = RolloutWorker(ports, envs, name="w0", state_dir=tmp_path / "state", claim_grace_s=0.0,
-                           resolver=VersionResolver(ports.registry, ports.bus, tmp_path / "ckpt", check_every_s=0.0))
+    worker = RolloutWorker(
+        ports,
+        envs,
+        name="w0",
+        state_dir=tmp_path / "state",
+        claim_grace_s=0.0,
+        resolver=VersionResolver(ports.registry, ports.bus, tmp_path / "ckpt", check_every_s=0.0),
+    )
     verifier = ConsumerRunner(build("verifier"), ports, state_dir=tmp_path / "state")
     state = RlState(model, tokenizer, checkpoints=tmp_path / "rl", window=WINDOW)
     settings = RlSettings(group_size=2, tasks_per_step=2, max_staleness=1, rollout_timeout_s=300)
     try:
-        reports, used = run_steps(state, ports, pool, steps=2, harness_version=harness.harness_version, settings=settings,
-                                  run_id=RUN, round=1, pump=lambda: worker.step(timeout_s=0.0) + verifier.step(timeout_s=0.0))
+        reports, used = run_steps(
+            state,
+            ports,
+            pool,
+            steps=2,
+            harness_version=harness.harness_version,
+            settings=settings,
+            run_id=RUN,
+            round=1,
+            pump=lambda: worker.step(timeout_s=0.0) + verifier.step(timeout_s=0.0),
+        )
     finally:
         worker.close()
         verifier.close()
@@ -91,8 +119,15 @@ def test_the_importance_ratio_uses_behaviour_log_probs_and_is_clipped_for_stale_
     from harness_service.context.messages import ChatMessage
 
     outs = [policy.generate([ChatMessage(role="user", content=f"set an alarm at {h}:00")]) for h in range(6, 10)]
-    samples = [TokenSample(list(o.sampled.prompt_ids), list(o.sampled.completion_ids), list(o.sampled.logprobs),
-                           advantage=1.0 if i % 2 else -1.0) for i, o in enumerate(outs)]
+    samples = [
+        TokenSample(
+            list(o.sampled.prompt_ids),
+            list(o.sampled.completion_ids),
+            list(o.sampled.logprobs),
+            advantage=1.0 if i % 2 else -1.0,
+        )
+        for i, o in enumerate(outs)
+    ]
     settings = RlSettings(learning_rate=5e-2, clip_eps=0.2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
     fresh = grpo_update(model, optimizer, samples, settings, tokenizer.pad_token_id)

@@ -49,9 +49,17 @@ class Trained:
 
 def dev_success(model: Any, tokenizer: Any, ports: Ports, config: LearnerConfig, dev: list) -> float:
     policy = PlannerPolicy(model, tokenizer, name="planner/0", window=WINDOW)
-    report = evaluate_dev(policy, dev, config=config.harness, skills=skills(), blobs=ports.blobs,
-                          publish=lambda events: None, run_id="run-learner-test", model_name="planner",
-                          model_version="0")
+    report = evaluate_dev(
+        policy,
+        dev,
+        config=config.harness,
+        skills=skills(),
+        blobs=ports.blobs,
+        publish=lambda events: None,
+        run_id="run-learner-test",
+        model_name="planner",
+        model_version="0",
+    )
     return report.success_rate
 
 
@@ -61,8 +69,11 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
 
     torch.set_num_threads(os.cpu_count() or 1)
     root: Path = tmp_path_factory.mktemp("learner")
-    ports = Ports(open_bus(f"sqlite:///{root}/bus.db?session_timeout_s=1.5"), open_blob_store(f"file:///{root}/blobs"),
-                  open_registry(f"sqlite:///{root}/mlflow.db"))
+    ports = Ports(
+        open_bus(f"sqlite:///{root}/bus.db?session_timeout_s=1.5"),
+        open_blob_store(f"file:///{root}/blobs"),
+        open_registry(f"sqlite:///{root}/mlflow.db"),
+    )
     ensure_topics(ports.bus)
     config = LearnerConfig()
     seed_cold_start(ports, tasks("train", range(2, 26)), config.harness, skills(), run_id="run-learner-test")

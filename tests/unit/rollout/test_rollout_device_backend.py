@@ -43,7 +43,10 @@ def test_typed_tools_reach_adb_as_exact_allow_listed_commands(backend: DeviceBac
     assert backend.step(ToolCall(name="device.type_text", args={"text": "hello world"})).ok
     query = ToolCall(name="device.query_content", args={"uri": "content://contacts/people", "projection": ["name"]})
     assert backend.step(query).result == {"output": "ok"}
-    start = ToolCall(name="device.start_activity", args={"package": "com.android.settings", "action": "android.settings.WIFI_SETTINGS"})
+    start = ToolCall(
+        name="device.start_activity",
+        args={"package": "com.android.settings", "action": "android.settings.WIFI_SETTINGS"},
+    )
     assert backend.step(start).ok
     assert adb.shell_commands == [
         "input keyevent 3",

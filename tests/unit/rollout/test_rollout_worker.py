@@ -42,8 +42,16 @@ def worker(ports: Ports, tmp_path: Path, stale_after_s: float = 30.0) -> Rollout
 
 
 def request(**overrides) -> RolloutRequested:
-    fields = dict(producer=P, run_id="unit", task_id=TASK.task_id, policy_version="scripted:reference",
-                  harness_version="default", backend="sandbox", seed=0, budgets=TASK.budgets)
+    fields = dict(
+        producer=P,
+        run_id="unit",
+        task_id=TASK.task_id,
+        policy_version="scripted:reference",
+        harness_version="default",
+        backend="sandbox",
+        seed=0,
+        budgets=TASK.budgets,
+    )
     return RolloutRequested(**{**fields, **overrides})
 
 
@@ -88,10 +96,22 @@ def test_a_redelivered_completed_request_runs_nothing_again(ports: Ports, tmp_pa
 def test_a_broken_attempt_is_closed_as_abandoned_and_rerun(ports: Ports, tmp_path: Path) -> None:
     req = request()
     envelope = dict(producer=P, run_id="unit", task_id=TASK.task_id, episode_id=req.episode_id, attempt=0)
-    started = EpisodeStarted(**envelope, backend="sandbox", trust_level="exact", policy_version="scripted:reference",
-                             harness_version="default", seed=0, budgets=TASK.budgets)
-    built = ContextBuilt(**envelope, causation_id=started.event_id, step=1,
-                         context=ports.blobs.put(b"[]", "application/json"), token_count=1)
+    started = EpisodeStarted(
+        **envelope,
+        backend="sandbox",
+        trust_level="exact",
+        policy_version="scripted:reference",
+        harness_version="default",
+        seed=0,
+        budgets=TASK.budgets,
+    )
+    built = ContextBuilt(
+        **envelope,
+        causation_id=started.event_id,
+        step=1,
+        context=ports.blobs.put(b"[]", "application/json"),
+        token_count=1,
+    )
     publish(ports.bus, started, built, req)  # a dead worker's half episode, then the redelivered request
     stats = worker(ports, tmp_path, stale_after_s=0.0).run(idle_exit_s=0.5)
     episodes = by_episode(ports)
@@ -130,8 +150,16 @@ def test_the_resolver_reloads_aliases_when_the_models_topic_grows(ports: Ports, 
     assert resolver.refresh() is False and resolver.refresh() is False
     from bus_schemas.events.training import ModelVersionRegistered
 
-    publish(ports.bus, ModelVersionRegistered(producer=P, run_id="unit", model_name="planner", model_version="2",
-                                              checkpoint=ports.blobs.put(b"x", "application/octet-stream")))
+    publish(
+        ports.bus,
+        ModelVersionRegistered(
+            producer=P,
+            run_id="unit",
+            model_name="planner",
+            model_version="2",
+            checkpoint=ports.blobs.put(b"x", "application/octet-stream"),
+        ),
+    )
     assert resolver.refresh() is True and resolver.reloads == 1
 
 
@@ -142,13 +170,25 @@ def test_a_new_production_harness_is_picked_up_for_new_episodes(ports: Ports, tm
 
     registry = open_registry(f"sqlite:///{tmp_path}/mlflow.db")
     resolver = VersionResolver(registry, ports.bus, tmp_path, check_every_s=0.0)
-    v1 = publish_harness_version(registry, ports.blobs, HarnessConfig(name="planner-harness", instructions="one"),
-                                 producer=P, run_id="unit", aliases=("production",))
+    v1 = publish_harness_version(
+        registry,
+        ports.blobs,
+        HarnessConfig(name="planner-harness", instructions="one"),
+        producer=P,
+        run_id="unit",
+        aliases=("production",),
+    )
     publish(ports.bus, v1)
     resolver.refresh()
     assert resolver.harness("planner-harness@production")[0].instructions == "one"
-    v2 = publish_harness_version(registry, ports.blobs, HarnessConfig(name="planner-harness", instructions="two"),
-                                 producer=P, run_id="unit", aliases=("production",))
+    v2 = publish_harness_version(
+        registry,
+        ports.blobs,
+        HarnessConfig(name="planner-harness", instructions="two"),
+        producer=P,
+        run_id="unit",
+        aliases=("production",),
+    )
     assert resolver.harness("planner-harness@production")[0].instructions == "one"  # cached until the event
     publish(ports.bus, v2)
     resolver.refresh()

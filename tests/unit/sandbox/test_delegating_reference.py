@@ -32,8 +32,13 @@ class _Blobs:
 @pytest.mark.parametrize("template", sorted(DELEGATED_TEMPLATES))
 def test_a_delegated_reference_episode_spawns_a_sub_agent_and_is_admitted(template: str) -> None:
     task = next(t for t in template_tasks("t", [0], "train", lambda t: t.id == template))
-    harness = Harness(config=LearnerConfig().harness, policy=ScriptedPolicy(harness_reference(task), "reference"),
-                      blobs=_Blobs(), events=lambda e: None, skills=skills())
+    harness = Harness(
+        config=LearnerConfig().harness,
+        policy=ScriptedPolicy(harness_reference(task), "reference"),
+        blobs=_Blobs(),
+        events=lambda e: None,
+        skills=skills(),
+    )
     judged = run_judged_episode(harness, task, SandboxBackend(), RunIds(run_id="t", round=0))
     assert judged.verdict.outcome == "success"
     started = [e for e in judged.events if isinstance(e, EpisodeStarted)]
@@ -41,6 +46,12 @@ def test_a_delegated_reference_episode_spawns_a_sub_agent_and_is_admitted(templa
     parent = [e for e in judged.events if e.episode_id == started[0].episode_id]
     ended = next(e for e in parent if isinstance(e, EpisodeEnded))
     assert ended.steps == 2  # spawn, then finish with the summary
-    [decision] = curate(judged.verdict, task, rebuild_episode(parent, ended), _Blobs().put(b"x", "t"), None,
-                          Producer(service="test", version="0"))
+    [decision] = curate(
+        judged.verdict,
+        task,
+        rebuild_episode(parent, ended),
+        _Blobs().put(b"x", "t"),
+        None,
+        Producer(service="test", version="0"),
+    )
     assert decision.event_type == "TrajectoryAdmitted", decision.reasons

@@ -38,14 +38,18 @@ def _suite():
 def test_lean_evidence_is_small_and_the_initial_state_is_stored_once_per_task_instance(ports):
     task = next(t for t in _suite() if t.split == "train")
     backend = SandboxBackend()
-    ends = [record_episode(task, p, ports.blobs, episode_id=f"ep-{i}", backend=backend)[-1]
-            for i, p in enumerate((reference_solver, noop_policy, reference_solver))]
+    ends = [
+        record_episode(task, p, ports.blobs, episode_id=f"ep-{i}", backend=backend)[-1]
+        for i, p in enumerate((reference_solver, noop_policy, reference_solver))
+    ]
     full = len(backend.evidence().model_dump_json())
     wires = [EvidenceV2.model_validate_json(ports.blobs.get(e.final_state)) for e in ends]
     assert all(e.final_state.media_type == EVIDENCE_MEDIA_TYPE and e.final_state.size * 20 < full for e in ends)
     assert len({w.initial_state.sha256 for w in wires}) == 1  # one task instance, one initial-state blob
     initial = wires[0].initial_state
-    assert initial.media_type == WORLD_STATE_MEDIA_TYPE and ports.blobs.get(initial) == orjson.dumps(backend.evidence().initial_state)
+    assert initial.media_type == WORLD_STATE_MEDIA_TYPE and ports.blobs.get(initial) == orjson.dumps(
+        backend.evidence().initial_state
+    )
     assert wires[1].changes == []  # doing nothing changes nothing
 
 
@@ -74,7 +78,9 @@ def test_old_full_state_evidence_is_still_judged_by_the_verifier(ports):
     [old_verdict], [lean_verdict] = verifier.handle(old[-1], ports), verifier.handle(lean[-1], ports)
     assert referenced_blobs(ports.blobs.get(v1)) == [] and v1.size > 50 * lean[-1].final_state.size
     assert old_verdict.outcome == lean_verdict.outcome == "success"
-    assert [c.model_dump(exclude={"evidence"}) for c in old_verdict.criteria] == [c.model_dump(exclude={"evidence"}) for c in lean_verdict.criteria]
+    assert [c.model_dump(exclude={"evidence"}) for c in old_verdict.criteria] == [
+        c.model_dump(exclude={"evidence"}) for c in lean_verdict.criteria
+    ]
 
 
 def test_the_audit_checks_the_initial_state_that_evidence_points_at(ports):
@@ -101,14 +107,23 @@ def test_malformed_lean_evidence_is_refused():
         referenced_blobs(b'{"evidence_version": 2, "changes": "all"}')
 
 
-_json = st.recursive(st.none() | st.integers(-(2**53), 2**53) | st.text(max_size=4), lambda inner: st.lists(inner, max_size=3), max_leaves=4)
-_tree = st.dictionaries(st.text(max_size=3), st.dictionaries(st.text(max_size=3), st.dictionaries(st.text(max_size=3), _json, max_size=3), max_size=3), max_size=3)
+_json = st.recursive(
+    st.none() | st.integers(-(2**53), 2**53) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=4,
+)
+_tree = st.dictionaries(
+    st.text(max_size=3),
+    st.dictionaries(st.text(max_size=3), st.dictionaries(st.text(max_size=3), _json, max_size=3), max_size=3),
+    max_size=3,
+)
 
 
 @given(_tree, _tree)
 def test_the_delta_rebuilds_the_final_state_and_leaves_the_initial_untouched(initial, final):
     before = orjson.dumps(initial)
-    wire = EvidenceV2.model_validate({"backend": "x", "initial_state": {"sha256": "0" * 64, "size": 0},
-                                      "changes": state_delta(initial, final)})
+    wire = EvidenceV2.model_validate(
+        {"backend": "x", "initial_state": {"sha256": "0" * 64, "size": 0}, "changes": state_delta(initial, final)}
+    )
     assert apply_delta(initial, wire.changes) == final
     assert orjson.dumps(initial) == before

@@ -43,10 +43,17 @@ def test_suite_covers_categories_difficulties_and_splits() -> None:
 
 def test_suite_is_deterministic() -> None:
     again = build_task_suite("other-run")
-    assert [(t.task_id, t.goal, t.criteria, t.initial_conditions) for t in again] == [(t.task_id, t.goal, t.criteria, t.initial_conditions) for t in SUITE]
+    assert [(t.task_id, t.goal, t.criteria, t.initial_conditions) for t in again] == [
+        (t.task_id, t.goal, t.criteria, t.initial_conditions) for t in SUITE
+    ]
 
 
-CONSTANT_GOALS = {"mem.wake_alarm", "mem.ride_to_gym", "mem.workout_playlist", "sa.settle_requests"}  # the instance lives in memories / world
+CONSTANT_GOALS = {
+    "mem.wake_alarm",
+    "mem.ride_to_gym",
+    "mem.workout_playlist",
+    "sa.settle_requests",
+}  # the instance lives in memories / world
 
 
 def _instance(task: TaskSpecified) -> tuple[object, ...]:
@@ -78,7 +85,11 @@ def test_every_task_is_solvable_and_not_passed_by_doing_nothing_or_random_calls(
     wrong = [
         (t.task_id, name)
         for t in SUITE
-        for name, policy, expected in (("reference", reference_solver, True), ("noop", noop_policy, False), ("random", random_policy, False))
+        for name, policy, expected in (
+            ("reference", reference_solver, True),
+            ("noop", noop_policy, False),
+            ("random", random_policy, False),
+        )
         if passes(backend, t, policy) != expected
     ]
     assert not wrong

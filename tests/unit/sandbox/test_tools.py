@@ -87,9 +87,14 @@ def test_failed_call_leaves_no_partial_write(backend: SandboxBackend) -> None:
     """pay_request marks the request paid, then fails on the deleted payee: the mark must be rolled back."""
     backend.reset(GRANTED)
     payee = backend.state()["wallet"]["requests"]["req_1"]["contact_id"]
-    obs = replay(backend, GRANTED, [("contacts.delete_contact", {"id": payee}), ("wallet.pay_request", {"id": "req_1"})])
+    obs = replay(
+        backend, GRANTED, [("contacts.delete_contact", {"id": payee}), ("wallet.pay_request", {"id": "req_1"})]
+    )
     assert obs.error is not None and obs.error.code == "not_found"
-    assert backend.state()["wallet"] is backend.initial_state(GRANTED, 0)["wallet"] or backend.state()["wallet"] == backend.initial_state(GRANTED, 0)["wallet"]
+    assert (
+        backend.state()["wallet"] is backend.initial_state(GRANTED, 0)["wallet"]
+        or backend.state()["wallet"] == backend.initial_state(GRANTED, 0)["wallet"]
+    )
 
 
 def test_unknown_tool_and_tools_outside_the_task(backend: SandboxBackend) -> None:

@@ -30,7 +30,10 @@ def test_answer_matching(match: str, expected: list[str], given: str, ok: bool) 
 
 def test_where_operators() -> None:
     record = {"title": "Dinner with Ava", "attendees": ["c_1"], "amount": -12.5}
-    assert matches(record, {"title__contains": "dinner", "attendees__has": "c_1", "amount__approx": -12.5, "attendees__set": ["c_1"]})
+    assert matches(
+        record,
+        {"title__contains": "dinner", "attendees__has": "c_1", "amount__approx": -12.5, "attendees__set": ["c_1"]},
+    )
     assert not matches(record, {"title": "dinner"})
     assert not matches(None, {"title": "x"})
 

@@ -98,7 +98,11 @@ def test_reference_answers_pass_and_adversarial_answers_fail(task: TaskSpecified
     criteria = [c] if c.match == "numeric" else [c, contains]
     for criterion in criteria:
         assert check_answer(criterion, answer, task.goal, world)[0], (criterion.match, answer)
-        passed = {name for name, bad in adversarial_answers(task, world).items() if check_answer(criterion, bad, task.goal, world)[0]}
+        passed = {
+            name
+            for name, bad in adversarial_answers(task, world).items()
+            if check_answer(criterion, bad, task.goal, world)[0]
+        }
         assert not passed, f"{criterion.match}: adversarial answers {sorted(passed)} passed"
 
 

@@ -71,7 +71,11 @@ def test_diff_reports_added_changed_removed_with_paths() -> None:
     world.patch("contacts", "contacts", "c_1", name="Renamed")
     world.delete("clock", "alarms", "al_1")
     ops = {c.path: c.op for c in diff(world.base, world.state())}
-    assert ops == {"/notes/notes/note_99": "added", "/contacts/contacts/c_1": "changed", "/clock/alarms/al_1": "removed"}
+    assert ops == {
+        "/notes/notes/note_99": "added",
+        "/contacts/contacts/c_1": "changed",
+        "/clock/alarms/al_1": "removed",
+    }
     assert sorted(c.path for c in world.log) == sorted(ops)
 
 
@@ -90,14 +94,31 @@ def test_step_reports_changes_and_evidence_records_calls() -> None:
     obs = replay(backend, GRANTED, [("clock.set_alarm", {"time": "04:10"})])
     assert [(c.path, c.op) for c in obs.changes] == [(f"/clock/alarms/{obs.result['id']}", "added")]  # type: ignore[index]
     replay(backend, GRANTED, [("clock.set_alarm", {"time": "bad"})])
-    assert backend.evidence().calls == [{"name": "clock.set_alarm", "args": {"time": "bad"}, "ok": False, "error": "invalid_argument"}]
+    assert backend.evidence().calls == [
+        {"name": "clock.set_alarm", "args": {"time": "bad"}, "ok": False, "error": "invalid_argument"}
+    ]
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers(-5, 200) | st.text(max_size=8) | st.sampled_from(["c_1", "pl_2", "2026-03-03", "10:00", "trk_1"]), lambda inner: st.lists(inner, max_size=3), max_leaves=5)
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 200)
+    | st.text(max_size=8)
+    | st.sampled_from(["c_1", "pl_2", "2026-03-03", "10:00", "trk_1"]),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=5,
+)
 _calls = st.lists(
     st.tuples(
         st.sampled_from(list(TOOLS)),
-        st.one_of(st.dictionaries(st.sampled_from(["id", "contact_id", "query", "time", "on", "amount", "confirm", "day", "city"]), _json, max_size=3), st.just({})),
+        st.one_of(
+            st.dictionaries(
+                st.sampled_from(["id", "contact_id", "query", "time", "on", "amount", "confirm", "day", "city"]),
+                _json,
+                max_size=3,
+            ),
+            st.just({}),
+        ),
     ),
     max_size=12,
 )

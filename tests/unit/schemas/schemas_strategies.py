@@ -41,7 +41,9 @@ def _constraints(metadata: list[Any]) -> dict[str, Any]:
         if isinstance(item, FieldInfo):
             found.update(_constraints(item.metadata))
         elif isinstance(item, (StringConstraints, annotated_types.BaseMetadata)):
-            found.update({f.name: getattr(item, f.name) for f in dataclasses.fields(item) if getattr(item, f.name) is not None})
+            found.update(
+                {f.name: getattr(item, f.name) for f in dataclasses.fields(item) if getattr(item, f.name) is not None}
+            )
     return found
 
 
@@ -58,7 +60,9 @@ def strategy_for(tp: Any, metadata: list[Any] | tuple[Any, ...] = ()) -> st.Sear
     if origin in (Union, types.UnionType):
         return st.one_of([strategy_for(arg) for arg in args])
     if origin is list:
-        return st.lists(strategy_for(args[0]), min_size=limits.get("min_length", 0), max_size=max(3, limits.get("min_length", 0)))
+        return st.lists(
+            strategy_for(args[0]), min_size=limits.get("min_length", 0), max_size=max(3, limits.get("min_length", 0))
+        )
     if origin is dict:
         return st.dictionaries(strategy_for(args[0]), strategy_for(args[1]), max_size=3)
     if tp is type(None):
@@ -74,7 +78,11 @@ def strategy_for(tp: Any, metadata: list[Any] | tuple[Any, ...] = ()) -> st.Sear
     if tp is str:
         if "pattern" in limits:
             return st.from_regex(limits["pattern"], fullmatch=True)
-        return st.text(st.characters(codec="utf-8"), min_size=limits.get("min_length", 0), max_size=min(limits.get("max_length", 12), 12))
+        return st.text(
+            st.characters(codec="utf-8"),
+            min_size=limits.get("min_length", 0),
+            max_size=min(limits.get("max_length", 12), 12),
+        )
     if tp is AwareDatetime:
         return aware_datetimes
     if isinstance(tp, type) and issubclass(tp, BaseModel):

@@ -36,7 +36,9 @@ def _golden_raw(event_type: str) -> dict[str, Any]:
 
 def _free_json_fields(event_type: str) -> set[str]:
     """Fields typed as any-JSON: no replacement value is a wrong type for them."""
-    return {name for name, info in EVENT_TYPES[event_type].model_fields.items() if info.annotation is JsonData.__origin__}
+    return {
+        name for name, info in EVENT_TYPES[event_type].model_fields.items() if info.annotation is JsonData.__origin__
+    }
 
 
 @pytest.mark.parametrize("event_type", EVENT_NAMES)

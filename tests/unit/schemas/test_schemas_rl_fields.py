@@ -11,10 +11,14 @@ from bus_schemas.examples import golden_path
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize(("event_type", "cls", "field"), [
-    ("ActionTaken", ActionTaken, "sampled"), ("ActionRejected", ActionRejected, "sampled"),
-    ("RolloutRequested", RolloutRequested, "temperature"),
-])
+@pytest.mark.parametrize(
+    ("event_type", "cls", "field"),
+    [
+        ("ActionTaken", ActionTaken, "sampled"),
+        ("ActionRejected", ActionRejected, "sampled"),
+        ("RolloutRequested", RolloutRequested, "temperature"),
+    ],
+)
 def test_v1_events_upcast_with_the_new_field_unset(event_type: str, cls: type, field: str) -> None:
     old = golden_path(event_type, 1).read_bytes()
     assert b'"schema_version":1' in old

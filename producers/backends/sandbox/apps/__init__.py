@@ -21,4 +21,23 @@ from producers.backends.sandbox.apps import (
     weather,
 )
 
-APPS = (contacts, phone, messages, email, calendar, clock, notes, reminders, maps, rides, food, shopping, wallet, music, photos, settings, weather, travel)
+APPS = (
+    contacts,
+    phone,
+    messages,
+    email,
+    calendar,
+    clock,
+    notes,
+    reminders,
+    maps,
+    rides,
+    food,
+    shopping,
+    wallet,
+    music,
+    photos,
+    settings,
+    weather,
+    travel,
+)

@@ -39,7 +39,9 @@ class ItemRef(Args):
 
 
 class Checkout(Args):
-    confirm: bool = Field(False, description="Must be true to place the order; without it you get a summary to confirm.")
+    confirm: bool = Field(
+        False, description="Must be true to place the order; without it you get a summary to confirm."
+    )
 
 
 def add(world: World, app: str, catalog: str, a: AddItem) -> CartLine:
@@ -48,7 +50,9 @@ def add(world: World, app: str, catalog: str, a: AddItem) -> CartLine:
         raise ToolFailure("unavailable", f"{item['name']} is out of stock", retryable=False)
     line = world.find(app, "cart", a.item_id)
     qty = a.qty + (line["qty"] if line else 0)
-    return world.put(app, "cart", a.item_id, CartLine(item_id=a.item_id, name=item["name"], price=item["price"], qty=qty))
+    return world.put(
+        app, "cart", a.item_id, CartLine(item_id=a.item_id, name=item["name"], price=item["price"], qty=qty)
+    )
 
 
 def remove(world: World, app: str, a: ItemRef) -> CartLine:
@@ -66,14 +70,22 @@ def checkout(world: World, app: str, a: Checkout, extra: float = 0.0) -> Order:
         raise ToolFailure("conflict", "the cart is empty")
     amount = round(total(world, app) + extra, 2)
     if not a.confirm:
-        raise ToolFailure("needs_confirmation", f"order total {amount} for {len(lines)} line(s); call again with confirm=true to place it")
+        raise ToolFailure(
+            "needs_confirmation",
+            f"order total {amount} for {len(lines)} line(s); call again with confirm=true to place it",
+        )
     card_id = world.table("wallet", "account")["main"]["default_card"]
     if world.table("wallet", "cards")[card_id]["frozen"]:
         raise ToolFailure("conflict", f"default card {card_id} is frozen")
     oid = world.new_id(app, "orders", "ord")
     for line in lines:
         world.delete(app, "cart", line["item_id"])
-    return world.put(app, "orders", oid, Order(id=oid, lines=lines, total=amount, card_id=card_id, status="placed", date=TODAY.isoformat()))
+    return world.put(
+        app,
+        "orders",
+        oid,
+        Order(id=oid, lines=lines, total=amount, card_id=card_id, status="placed", date=TODAY.isoformat()),
+    )
 
 
 def set_status(world: World, app: str, order_id: str, required: str, status: str) -> Order:

@@ -14,7 +14,18 @@ from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("calendar")
 TOOLS.collection("events", Event, noun="event", search=("title", "location"), example_id="evt_1", delete=True)
-TOOLS.members("events", "attendees", Event, noun="event", owner_arg="event_id", member_arg="contact_id", add=("add_attendee", "Invite a contact to an event."), remove=("remove_attendee", "Remove a contact from an event."), example={"event_id": "evt_1", "contact_id": "c_20"}, member_of=("contacts", "contacts", "contact"))
+TOOLS.members(
+    "events",
+    "attendees",
+    Event,
+    noun="event",
+    owner_arg="event_id",
+    member_arg="contact_id",
+    add=("add_attendee", "Invite a contact to an event."),
+    remove=("remove_attendee", "Remove a contact from an event."),
+    example={"event_id": "evt_1", "contact_id": "c_20"},
+    member_of=("contacts", "contacts", "contact"),
+)
 
 
 class Slot(Args):
@@ -66,7 +77,10 @@ def _iso(value: datetime) -> str:
 def _check_overlap(world: World, start: str, end: str, skip: str = "") -> None:
     for e in world.table("calendar", "events").values():
         if e["id"] != skip and e["status"] == "confirmed" and e["start"] < end and start < e["end"]:
-            raise ToolFailure("conflict", f"overlaps {e['id']} {e['title']!r} ({e['start']}-{e['end']}); pass allow_overlap=true to keep both")
+            raise ToolFailure(
+                "conflict",
+                f"overlaps {e['id']} {e['title']!r} ({e['start']}-{e['end']}); pass allow_overlap=true to keep both",
+            )
 
 
 def _event(world: World, event_id: str) -> Event:
@@ -82,7 +96,11 @@ def _respond(world: World, event_id: str, status: str) -> Event:
 _NF = {"not_found": "no such event"}
 
 
-@TOOLS.tool(writes=True, errors={"conflict": "overlaps a confirmed event", "not_found": "an attendee is not a contact"}, example={"title": "Coffee", "start": "2026-03-20T07:00", "end": "2026-03-20T07:30"})
+@TOOLS.tool(
+    writes=True,
+    errors={"conflict": "overlaps a confirmed event", "not_found": "an attendee is not a contact"},
+    example={"title": "Coffee", "start": "2026-03-20T07:00", "end": "2026-03-20T07:30"},
+)
 def create_event(world: World, a: NewEvent) -> Event:
     """Create a confirmed event; attendees are contact ids."""
     for cid in a.attendees:
@@ -91,10 +109,28 @@ def create_event(world: World, a: NewEvent) -> Event:
     if not a.allow_overlap:
         _check_overlap(world, start, end)
     eid = world.new_id("calendar", "events", "evt")
-    return world.put("calendar", "events", eid, Event(id=eid, title=a.title, start=start, end=end, location=a.location, attendees=list(a.attendees), status="confirmed", reminder_min=0))
+    return world.put(
+        "calendar",
+        "events",
+        eid,
+        Event(
+            id=eid,
+            title=a.title,
+            start=start,
+            end=end,
+            location=a.location,
+            attendees=list(a.attendees),
+            status="confirmed",
+            reminder_min=0,
+        ),
+    )
 
 
-@TOOLS.tool(writes=True, errors={**_NF, "conflict": "the new time overlaps a confirmed event"}, example={"event_id": "evt_1", "start": "2026-03-21T07:00", "end": "2026-03-21T08:00"})
+@TOOLS.tool(
+    writes=True,
+    errors={**_NF, "conflict": "the new time overlaps a confirmed event"},
+    example={"event_id": "evt_1", "start": "2026-03-21T07:00", "end": "2026-03-21T08:00"},
+)
 def reschedule(world: World, a: Reschedule) -> Event:
     """Move an event to a new time."""
     _event(world, a.event_id)
@@ -134,7 +170,10 @@ def set_reminder(world: World, a: Reminder) -> Event:
 def list_day(world: World, a: Day) -> list[Event]:
     """Events on one day, in time order."""
     prefix = a.day.isoformat()
-    return sorted((e for e in world.table("calendar", "events").values() if e["start"].startswith(prefix)), key=lambda e: (e["start"], e["id"]))
+    return sorted(
+        (e for e in world.table("calendar", "events").values() if e["start"].startswith(prefix)),
+        key=lambda e: (e["start"], e["id"]),
+    )
 
 
 @TOOLS.tool(example={"day": "2026-03-03", "duration_min": 60})

@@ -13,7 +13,15 @@ from producers.backends.sandbox.world import World
 TOOLS = AppTools("clock")
 TOOLS.collection("alarms", Alarm, noun="alarm", search=("label", "time"), example_id="al_1", delete=True)
 TOOLS.records.update(timers=Timer, world_clocks=WorldClock)
-TOOLS.flag("alarms", "enabled", Alarm, noun="alarm", on=("enable_alarm", "Turn an alarm on."), off=("disable_alarm", "Turn an alarm off."), example_id="al_2")
+TOOLS.flag(
+    "alarms",
+    "enabled",
+    Alarm,
+    noun="alarm",
+    on=("enable_alarm", "Turn an alarm on."),
+    off=("disable_alarm", "Turn an alarm off."),
+    example_id="al_2",
+)
 
 HHMM = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", description="24-hour time HH:MM.")
 
@@ -59,7 +67,11 @@ def _same_time(world: World, time: str, skip: str = "") -> None:
 _NF = {"not_found": "no such alarm"}
 
 
-@TOOLS.tool(writes=True, errors={"conflict": "an alarm already exists at that time"}, example={"time": "04:10", "label": "Flight"})
+@TOOLS.tool(
+    writes=True,
+    errors={"conflict": "an alarm already exists at that time"},
+    example={"time": "04:10", "label": "Flight"},
+)
 def set_alarm(world: World, a: NewAlarm) -> Alarm:
     """Create an enabled alarm."""
     _same_time(world, a.time)
@@ -67,7 +79,11 @@ def set_alarm(world: World, a: NewAlarm) -> Alarm:
     return world.put("clock", "alarms", aid, Alarm(id=aid, time=a.time, label=a.label, days=list(a.days), enabled=True))
 
 
-@TOOLS.tool(writes=True, errors={**_NF, "conflict": "another alarm is at that time"}, example={"alarm_id": "al_1", "time": "04:20"})
+@TOOLS.tool(
+    writes=True,
+    errors={**_NF, "conflict": "another alarm is at that time"},
+    example={"alarm_id": "al_1", "time": "04:20"},
+)
 def change_alarm_time(world: World, a: AlarmTime) -> Alarm:
     """Move an alarm to a new time."""
     _alarm(world, a.alarm_id)

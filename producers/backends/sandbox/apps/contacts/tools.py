@@ -14,9 +14,27 @@ from producers.backends.sandbox.seeding import TODAY
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("contacts")
-TOOLS.collection("contacts", Contact, noun="contact", search=("name", "email", "phone", "relation"), example_id="c_1", delete=True)
-TOOLS.flag("contacts", "favorite", Contact, noun="contact", on=("favorite", "Mark a contact as favorite."), off=("unfavorite", "Remove a contact from favorites."), example_id="c_2")
-TOOLS.flag("contacts", "blocked", Contact, noun="contact", on=("block", "Block calls and messages from a contact."), off=("unblock", "Unblock a contact."), example_id="c_1")
+TOOLS.collection(
+    "contacts", Contact, noun="contact", search=("name", "email", "phone", "relation"), example_id="c_1", delete=True
+)
+TOOLS.flag(
+    "contacts",
+    "favorite",
+    Contact,
+    noun="contact",
+    on=("favorite", "Mark a contact as favorite."),
+    off=("unfavorite", "Remove a contact from favorites."),
+    example_id="c_2",
+)
+TOOLS.flag(
+    "contacts",
+    "blocked",
+    Contact,
+    noun="contact",
+    on=("block", "Block calls and messages from a contact."),
+    off=("unblock", "Unblock a contact."),
+    example_id="c_1",
+)
 
 
 class NewContact(Args):
@@ -56,13 +74,27 @@ class FindPhone(Args):
     phone: str
 
 
-@TOOLS.tool(writes=True, errors={"conflict": "a contact with that phone number exists"}, example={"name": "Sam Doe", "phone": "+1-555-0000"})
+@TOOLS.tool(
+    writes=True,
+    errors={"conflict": "a contact with that phone number exists"},
+    example={"name": "Sam Doe", "phone": "+1-555-0000"},
+)
 def create_contact(world: World, a: NewContact) -> Contact:
     """Add a new contact."""
     if any(c["phone"] == a.phone for c in world.table("contacts", "contacts").values()):
         raise ToolFailure("conflict", f"a contact with phone {a.phone} already exists")
     cid = world.new_id("contacts", "contacts", "c")
-    record = Contact(id=cid, name=a.name, phone=a.phone, email=a.email, address=a.address, relation=a.relation, birthday="", favorite=False, blocked=False)
+    record = Contact(
+        id=cid,
+        name=a.name,
+        phone=a.phone,
+        email=a.email,
+        address=a.address,
+        relation=a.relation,
+        birthday="",
+        favorite=False,
+        blocked=False,
+    )
     return world.put("contacts", "contacts", cid, record)
 
 
@@ -73,7 +105,16 @@ def _field_setter(field: str, name: str, doc: str, args: type[Args], example: st
         contact(world, a.contact_id)
         return world.patch("contacts", "contacts", a.contact_id, **{field: getattr(a, field)})
 
-    TOOLS.generated(set_field, name, doc, args, Contact, writes=True, example={"contact_id": "c_1", field: example}, errors={"not_found": "no such contact"})
+    TOOLS.generated(
+        set_field,
+        name,
+        doc,
+        args,
+        Contact,
+        writes=True,
+        example={"contact_id": "c_1", field: example},
+        errors={"not_found": "no such contact"},
+    )
 
 
 _field_setter("phone", "update_phone", "Change a contact's phone number.", PhoneArgs, "+1-555-1234")
@@ -82,7 +123,11 @@ _field_setter("address", "update_address", "Change a contact's home address.", A
 _field_setter("birthday", "set_birthday", "Record a contact's birthday (YYYY-MM-DD).", BirthdayArgs, "1990-05-04")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such contact", "invalid_argument": f"relation not one of {RELATIONS}"}, example={"contact_id": "c_1", "relation": "family"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such contact", "invalid_argument": f"relation not one of {RELATIONS}"},
+    example={"contact_id": "c_1", "relation": "family"},
+)
 def set_relation(world: World, a: RelationArgs) -> Contact:
     """Set how the user knows a contact."""
     contact(world, a.contact_id)
@@ -116,9 +161,13 @@ def find_by_phone(world: World, a: FindPhone) -> Contact:
 @TOOLS.tool()
 def upcoming_birthdays(world: World, a: NoArgs) -> list[Contact]:
     """Contacts whose birthday falls in the next 30 days."""
+
     def days_until(bday: str) -> int:
         month_day = (int(bday[5:7]), int(bday[8:10]))
         this_year = TODAY.replace(month=month_day[0], day=min(month_day[1], 28))
         return (this_year - TODAY).days % 365
 
-    return sorted((c for c in world.table("contacts", "contacts").values() if c["birthday"] and days_until(c["birthday"]) <= 30), key=lambda c: days_until(c["birthday"]))
+    return sorted(
+        (c for c in world.table("contacts", "contacts").values() if c["birthday"] and days_until(c["birthday"]) <= 30),
+        key=lambda c: days_until(c["birthday"]),
+    )

@@ -13,8 +13,24 @@ from producers.backends.sandbox.world import World
 TOOLS = AppTools("email")
 TOOLS.collection("emails", Email, noun="email", search=("subject", "body", "sender"), example_id="em_1")
 TOOLS.collection("drafts", Draft, noun="draft", search=("subject", "body"), example_id="dr_1", delete=True)
-TOOLS.flag("emails", "read", Email, noun="email", on=("mark_read", "Mark an email as read."), off=("mark_unread", "Mark an email as unread."), example_id="em_1")
-TOOLS.flag("emails", "starred", Email, noun="email", on=("star", "Star an email."), off=("unstar", "Remove the star from an email."), example_id="em_1")
+TOOLS.flag(
+    "emails",
+    "read",
+    Email,
+    noun="email",
+    on=("mark_read", "Mark an email as read."),
+    off=("mark_unread", "Mark an email as unread."),
+    example_id="em_1",
+)
+TOOLS.flag(
+    "emails",
+    "starred",
+    Email,
+    noun="email",
+    on=("star", "Star an email."),
+    off=("unstar", "Remove the star from an email."),
+    example_id="em_1",
+)
 
 Address = Field(pattern=r"^[^@\s]+@[^@\s]+$")
 
@@ -63,7 +79,22 @@ def deliver(world: World, to: list[str], subject: str, body: str) -> Email:
     if bad or not to:
         raise ToolFailure("invalid_argument", f"invalid recipient address(es): {bad or to}")
     eid = world.new_id("email", "emails", "em")
-    return world.put("email", "emails", eid, Email(id=eid, sender="me@mail.test", to=list(to), subject=subject, body=body, at=NOW.isoformat(timespec="minutes"), folder="sent", read=True, starred=False))
+    return world.put(
+        "email",
+        "emails",
+        eid,
+        Email(
+            id=eid,
+            sender="me@mail.test",
+            to=list(to),
+            subject=subject,
+            body=body,
+            at=NOW.isoformat(timespec="minutes"),
+            folder="sent",
+            read=True,
+            starred=False,
+        ),
+    )
 
 
 def _email(world: World, email_id: str) -> Email:
@@ -82,7 +113,11 @@ _NF = {"not_found": "no such email"}
 _FLAG = {**_NF, "conflict": "the flag already has that value"}
 
 
-@TOOLS.tool(writes=True, errors={"invalid_argument": "a recipient is not an email address"}, example={"to": ["a@mail.test"], "subject": "Hi", "body": "Hello"})
+@TOOLS.tool(
+    writes=True,
+    errors={"invalid_argument": "a recipient is not an email address"},
+    example={"to": ["a@mail.test"], "subject": "Hi", "body": "Hello"},
+)
 def send(world: World, a: Compose) -> Email:
     """Send a new email."""
     return deliver(world, a.to, a.subject, a.body)
@@ -102,7 +137,11 @@ def forward(world: World, a: ForwardArgs) -> Email:
     return deliver(world, [a.to], f"Fwd: {original['subject']}", original["body"])
 
 
-@TOOLS.tool(writes=True, errors={**_NF, "conflict": "already in that folder", "invalid_argument": "unknown folder"}, example={"email_id": "em_1", "folder": "archive"})
+@TOOLS.tool(
+    writes=True,
+    errors={**_NF, "conflict": "already in that folder", "invalid_argument": "unknown folder"},
+    example={"email_id": "em_1", "folder": "archive"},
+)
 def move(world: World, a: MoveArgs) -> Email:
     """Move an email to a folder."""
     return _move(world, a.email_id, a.folder)
@@ -125,7 +164,11 @@ def list_folder(world: World, a: FolderArgs) -> list[Email]:
     """Emails in one folder, newest first."""
     if a.folder not in FOLDERS:
         raise ToolFailure("invalid_argument", f"unknown folder {a.folder!r}; folders: {', '.join(FOLDERS)}")
-    return sorted((e for e in world.table("email", "emails").values() if e["folder"] == a.folder), key=lambda e: e["at"], reverse=True)
+    return sorted(
+        (e for e in world.table("email", "emails").values() if e["folder"] == a.folder),
+        key=lambda e: e["at"],
+        reverse=True,
+    )
 
 
 @TOOLS.tool(writes=True, example={"subject": "Plan", "body": "..."})
@@ -143,7 +186,11 @@ def update_draft(world: World, a: DraftEdit) -> Draft:
     return world.patch("email", "drafts", a.draft_id, **edits)
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such draft", "invalid_argument": "the draft has no valid recipient"}, example={"id": "dr_1"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such draft", "invalid_argument": "the draft has no valid recipient"},
+    example={"id": "dr_1"},
+)
 def send_draft(world: World, a: IdArgs) -> Email:
     """Send a draft (it leaves the drafts folder)."""
     draft = world.get("email", "drafts", a.id, "draft")

@@ -32,7 +32,15 @@ def seed(s: Seeder) -> dict[str, dict[str, Any]]:
 
     def add(name: str, address: str, category: str, saved: bool = False) -> None:
         pid = f"pl_{len(places) + 1}"
-        places[pid] = Place(id=pid, name=name, address=address, category=category, x=round(s.rng.uniform(0, 20), 2), y=round(s.rng.uniform(0, 20), 2), saved=saved)
+        places[pid] = Place(
+            id=pid,
+            name=name,
+            address=address,
+            category=category,
+            x=round(s.rng.uniform(0, 20), 2),
+            y=round(s.rng.uniform(0, 20), 2),
+            saved=saved,
+        )
 
     add("Home", s.address(), "home", saved=True)
     add("Work", s.address(), "work", saved=True)

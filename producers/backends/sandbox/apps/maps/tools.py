@@ -17,7 +17,15 @@ from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("maps")
 TOOLS.collection("places", Place, noun="place", search=("name", "address", "category"), example_id="pl_1")
-TOOLS.flag("places", "saved", Place, noun="place", on=("save_place", "Add a place to saved places."), off=("unsave_place", "Remove a place from saved places."), example_id="pl_3")
+TOOLS.flag(
+    "places",
+    "saved",
+    Place,
+    noun="place",
+    on=("save_place", "Add a place to saved places."),
+    off=("unsave_place", "Remove a place from saved places."),
+    example_id="pl_3",
+)
 
 Mode = Literal["driving", "transit", "walking", "cycling"]
 
@@ -58,7 +66,13 @@ def place(world: World, place_id: str) -> Place:
 def route(world: World, origin_id: str, destination_id: str, mode: str) -> Route:
     a, b = place(world, origin_id), place(world, destination_id)
     km = distance_km(a, b)
-    return Route(origin=a["id"], destination=b["id"], mode=mode, distance_km=km, duration_min=max(1, round(km / SPEED_KMH[mode] * 60)))
+    return Route(
+        origin=a["id"],
+        destination=b["id"],
+        mode=mode,
+        distance_km=km,
+        duration_min=max(1, round(km / SPEED_KMH[mode] * 60)),
+    )
 
 
 @TOOLS.tool(errors={"not_found": "no such place"}, example={"origin_id": "pl_1", "destination_id": "pl_2"})
@@ -87,7 +101,11 @@ def geocode(world: World, a: AddressArgs) -> Place:
 def nearby(world: World, a: Nearby) -> list[Place]:
     """Places of a category within a radius of a place, nearest first."""
     center = place(world, a.place_id)
-    hits = [p for p in world.table("maps", "places").values() if p["category"] == a.category and p["id"] != center["id"] and distance_km(center, p) <= a.radius_km]
+    hits = [
+        p
+        for p in world.table("maps", "places").values()
+        if p["category"] == a.category and p["id"] != center["id"] and distance_km(center, p) <= a.radius_km
+    ]
     return sorted(hits, key=lambda p: (distance_km(center, p), p["id"]))
 
 
@@ -104,9 +122,19 @@ def current_location(world: World, a: NoArgs) -> Place:
     return place(world, "pl_1")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such place or contact", "permission_denied": "maps.location permission not granted", "conflict": "the contact is blocked"}, example={"contact_id": "c_1", "destination_id": "pl_2"})
+@TOOLS.tool(
+    writes=True,
+    errors={
+        "not_found": "no such place or contact",
+        "permission_denied": "maps.location permission not granted",
+        "conflict": "the contact is blocked",
+    },
+    example={"contact_id": "c_1", "destination_id": "pl_2"},
+)
 def share_eta(world: World, a: ShareEta) -> Message:
     """Text a contact your driving ETA from here to a destination."""
     require_permission(world, "maps.location")
     eta = route(world, "pl_1", a.destination_id, "driving")
-    return send_text(world, a.contact_id, f"On my way to {place(world, a.destination_id)['name']}, ETA {eta['duration_min']} min")
+    return send_text(
+        world, a.contact_id, f"On my way to {place(world, a.destination_id)['name']}, ETA {eta['duration_min']} min"
+    )

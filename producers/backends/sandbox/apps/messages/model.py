@@ -24,6 +24,22 @@ def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     out: dict[str, Any] = {}
     for i, p in enumerate(s.sample(s.contacts(), 12) * 2, start=1):
         direction = s.pick(("in", "out"))
-        text = s.pick((f"See you at the {s.phrase(1)} place?", f"Can you send me the {s.phrase(1)} photos?", "Running late, sorry!", f"Thanks for the {s.phrase(1)} tip"))
-        out[f"msg_{i}"] = Message(id=f"msg_{i}", contact_id=p["id"], number=p["phone"], direction=direction, text=text, at=at(-s.rng.randrange(0, 7), s.rng.randrange(7, 23), s.rng.randrange(60)), read=direction == "out" or s.rng.random() < 0.5, pinned=False)
+        text = s.pick(
+            (
+                f"See you at the {s.phrase(1)} place?",
+                f"Can you send me the {s.phrase(1)} photos?",
+                "Running late, sorry!",
+                f"Thanks for the {s.phrase(1)} tip",
+            )
+        )
+        out[f"msg_{i}"] = Message(
+            id=f"msg_{i}",
+            contact_id=p["id"],
+            number=p["phone"],
+            direction=direction,
+            text=text,
+            at=at(-s.rng.randrange(0, 7), s.rng.randrange(7, 23), s.rng.randrange(60)),
+            read=direction == "out" or s.rng.random() < 0.5,
+            pinned=False,
+        )
     return {"messages": out}

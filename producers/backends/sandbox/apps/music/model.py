@@ -34,6 +34,19 @@ class Player(TypedDict):
 def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     tracks = {}
     for i in range(1, 31):
-        tracks[f"trk_{i}"] = Track(id=f"trk_{i}", title=s.phrase(2).title(), artist=s.pick(s.pool.artists), genre=s.pick(("pop", "jazz", "rock", "ambient", "folk")), duration_s=s.rng.randrange(120, 360), liked=s.rng.random() < 0.2)
-    playlists = {"pls_1": Playlist(id="pls_1", name="Morning", track_ids=[f"trk_{i}" for i in s.sample(range(1, 31), 5)])}
-    return {"tracks": tracks, "playlists": playlists, "player": {"state": Player(track_id="", playing=False, volume=50, shuffle=False)}}
+        tracks[f"trk_{i}"] = Track(
+            id=f"trk_{i}",
+            title=s.phrase(2).title(),
+            artist=s.pick(s.pool.artists),
+            genre=s.pick(("pop", "jazz", "rock", "ambient", "folk")),
+            duration_s=s.rng.randrange(120, 360),
+            liked=s.rng.random() < 0.2,
+        )
+    playlists = {
+        "pls_1": Playlist(id="pls_1", name="Morning", track_ids=[f"trk_{i}" for i in s.sample(range(1, 31), 5)])
+    }
+    return {
+        "tracks": tracks,
+        "playlists": playlists,
+        "player": {"state": Player(track_id="", playing=False, volume=50, shuffle=False)},
+    }

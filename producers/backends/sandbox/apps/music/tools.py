@@ -13,8 +13,27 @@ TOOLS = AppTools("music")
 TOOLS.collection("tracks", Track, noun="track", search=("title", "artist", "genre"), example_id="trk_1")
 TOOLS.collection("playlists", Playlist, noun="playlist", search=("name",), example_id="pls_1", delete=True)
 TOOLS.records.update(player=Player)
-TOOLS.members("playlists", "track_ids", Playlist, noun="playlist", owner_arg="playlist_id", member_arg="track_id", add=("add_to_playlist", "Append a track to a playlist."), remove=("remove_from_playlist", "Remove a track from a playlist."), example={"playlist_id": "pls_1", "track_id": "trk_30"}, member_of=("music", "tracks", "track"))
-TOOLS.flag("tracks", "liked", Track, noun="track", on=("like", "Like a track."), off=("unlike", "Remove a track from liked songs."), example_id="trk_2")
+TOOLS.members(
+    "playlists",
+    "track_ids",
+    Playlist,
+    noun="playlist",
+    owner_arg="playlist_id",
+    member_arg="track_id",
+    add=("add_to_playlist", "Append a track to a playlist."),
+    remove=("remove_from_playlist", "Remove a track from a playlist."),
+    example={"playlist_id": "pls_1", "track_id": "trk_30"},
+    member_of=("music", "tracks", "track"),
+)
+TOOLS.flag(
+    "tracks",
+    "liked",
+    Track,
+    noun="track",
+    on=("like", "Like a track."),
+    off=("unlike", "Remove a track from liked songs."),
+    example_id="trk_2",
+)
 
 
 class NewPlaylist(Args):
@@ -57,7 +76,9 @@ def play_track(world: World, a: IdArgs) -> Player:
     return _player(world, track_id=a.id, playing=True)
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such playlist", "conflict": "the playlist is empty"}, example={"id": "pls_1"})
+@TOOLS.tool(
+    writes=True, errors={"not_found": "no such playlist", "conflict": "the playlist is empty"}, example={"id": "pls_1"}
+)
 def play_playlist(world: World, a: IdArgs) -> Player:
     """Play a playlist from its first track."""
     tracks = _playlist(world, a.id)["track_ids"]

@@ -24,5 +24,12 @@ def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     notes = {}
     for i in range(1, 9):
         topic = s.phrase(2)
-        notes[f"note_{i}"] = Note(id=f"note_{i}", title=topic.title(), body=f"Remember: {s.phrase(3)}. Code {s.rng.randrange(1000, 9999)}.", folder=s.pick(FOLDERS), tags=s.sample(("todo", "idea", "home", "urgent"), s.rng.randrange(0, 2)), pinned=False)
+        notes[f"note_{i}"] = Note(
+            id=f"note_{i}",
+            title=topic.title(),
+            body=f"Remember: {s.phrase(3)}. Code {s.rng.randrange(1000, 9999)}.",
+            folder=s.pick(FOLDERS),
+            tags=s.sample(("todo", "idea", "home", "urgent"), s.rng.randrange(0, 2)),
+            pinned=False,
+        )
     return {"notes": notes}

@@ -11,8 +11,26 @@ from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("notes")
 TOOLS.collection("notes", Note, noun="note", search=("title", "body", "tags"), example_id="note_1", delete=True)
-TOOLS.members("notes", "tags", Note, noun="note", owner_arg="note_id", member_arg="tag", add=("add_tag", "Tag a note."), remove=("remove_tag", "Remove a tag from a note."), example={"note_id": "note_1", "tag": "later"})
-TOOLS.flag("notes", "pinned", Note, noun="note", on=("pin", "Pin a note to the top."), off=("unpin", "Unpin a note."), example_id="note_1")
+TOOLS.members(
+    "notes",
+    "tags",
+    Note,
+    noun="note",
+    owner_arg="note_id",
+    member_arg="tag",
+    add=("add_tag", "Tag a note."),
+    remove=("remove_tag", "Remove a tag from a note."),
+    example={"note_id": "note_1", "tag": "later"},
+)
+TOOLS.flag(
+    "notes",
+    "pinned",
+    Note,
+    noun="note",
+    on=("pin", "Pin a note to the top."),
+    off=("unpin", "Unpin a note."),
+    example_id="note_1",
+)
 
 
 class NewNote(Args):
@@ -58,7 +76,12 @@ _NF = {"not_found": "no such note"}
 def create_note(world: World, a: NewNote) -> Note:
     """Write a new note."""
     nid = world.new_id("notes", "notes", "note")
-    return world.put("notes", "notes", nid, Note(id=nid, title=a.title, body=a.body, folder=_folder(a.folder), tags=list(a.tags), pinned=False))
+    return world.put(
+        "notes",
+        "notes",
+        nid,
+        Note(id=nid, title=a.title, body=a.body, folder=_folder(a.folder), tags=list(a.tags), pinned=False),
+    )
 
 
 @TOOLS.tool(writes=True, errors=_NF, example={"note_id": "note_1", "text": "milk"})
@@ -81,7 +104,9 @@ def list_by_tag(world: World, a: Tag) -> list[Note]:
     return [n for n in world.table("notes", "notes").values() if a.tag in n["tags"]]
 
 
-@TOOLS.tool(writes=True, errors={**_NF, "invalid_argument": "unknown folder"}, example={"note_id": "note_1", "folder": "work"})
+@TOOLS.tool(
+    writes=True, errors={**_NF, "invalid_argument": "unknown folder"}, example={"note_id": "note_1", "folder": "work"}
+)
 def move_note(world: World, a: MoveArgs) -> Note:
     """Move a note to another folder."""
     _note(world, a.note_id)

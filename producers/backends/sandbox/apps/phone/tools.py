@@ -12,8 +12,12 @@ from producers.backends.sandbox.seeding import NOW
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("phone")
-TOOLS.collection("calls", Call, noun="call", search=("number", "contact_id", "direction"), example_id="call_1", delete=True)
-TOOLS.collection("voicemails", Voicemail, noun="voicemail", search=("transcript", "number"), example_id="vm_1", delete=True)
+TOOLS.collection(
+    "calls", Call, noun="call", search=("number", "contact_id", "direction"), example_id="call_1", delete=True
+)
+TOOLS.collection(
+    "voicemails", Voicemail, noun="voicemail", search=("transcript", "number"), example_id="vm_1", delete=True
+)
 
 
 class Dial(Args):
@@ -27,7 +31,15 @@ class Dial(Args):
         return self
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such contact", "permission_denied": "phone.calls permission not granted", "conflict": "the contact is blocked"}, example={"contact_id": "c_1"})
+@TOOLS.tool(
+    writes=True,
+    errors={
+        "not_found": "no such contact",
+        "permission_denied": "phone.calls permission not granted",
+        "conflict": "the contact is blocked",
+    },
+    example={"contact_id": "c_1"},
+)
 def call(world: World, a: Dial) -> Call:
     """Place a call to a contact or a number (it is logged as an outgoing call)."""
     require_permission(world, "phone.calls")
@@ -38,13 +50,29 @@ def call(world: World, a: Dial) -> Call:
             raise ToolFailure("conflict", f"{person['name']} is blocked; unblock them first")
         number, cid = person["phone"], person["id"]
     call_id = world.new_id("phone", "calls", "call")
-    return world.put("phone", "calls", call_id, Call(id=call_id, number=number, contact_id=cid, direction="outgoing", at=NOW.isoformat(timespec="minutes"), duration_s=60))
+    return world.put(
+        "phone",
+        "calls",
+        call_id,
+        Call(
+            id=call_id,
+            number=number,
+            contact_id=cid,
+            direction="outgoing",
+            at=NOW.isoformat(timespec="minutes"),
+            duration_s=60,
+        ),
+    )
 
 
 @TOOLS.tool()
 def list_missed(world: World, a: NoArgs) -> list[Call]:
     """Missed calls, newest first."""
-    return sorted((c for c in world.table("phone", "calls").values() if c["direction"] == "missed"), key=lambda c: c["at"], reverse=True)
+    return sorted(
+        (c for c in world.table("phone", "calls").values() if c["direction"] == "missed"),
+        key=lambda c: c["at"],
+        reverse=True,
+    )
 
 
 @TOOLS.tool(errors={"not_found": "the call log is empty"})

@@ -16,8 +16,27 @@ TOOLS = AppTools("photos")
 TOOLS.collection("photos", Photo, noun="photo", search=("title", "city", "taken"), example_id="ph_1", delete=True)
 TOOLS.collection("files", File, noun="file", search=("name", "folder"), example_id="file_1", delete=True)
 TOOLS.records.update(albums=Album)
-TOOLS.members("photos", "albums", Photo, noun="photo", owner_arg="photo_id", member_arg="album_id", add=("add_to_album", "Put a photo in an album."), remove=("remove_from_album", "Take a photo out of an album."), example={"photo_id": "ph_1", "album_id": "alb_1"}, member_of=("photos", "albums", "album"))
-TOOLS.flag("photos", "favorite", Photo, noun="photo", on=("favorite", "Mark a photo as favorite."), off=("unfavorite", "Unmark a favorite photo."), example_id="ph_1")
+TOOLS.members(
+    "photos",
+    "albums",
+    Photo,
+    noun="photo",
+    owner_arg="photo_id",
+    member_arg="album_id",
+    add=("add_to_album", "Put a photo in an album."),
+    remove=("remove_from_album", "Take a photo out of an album."),
+    example={"photo_id": "ph_1", "album_id": "alb_1"},
+    member_of=("photos", "albums", "album"),
+)
+TOOLS.flag(
+    "photos",
+    "favorite",
+    Photo,
+    noun="photo",
+    on=("favorite", "Mark a photo as favorite."),
+    off=("unfavorite", "Unmark a favorite photo."),
+    example_id="ph_1",
+)
 
 
 class NewAlbum(Args):
@@ -73,7 +92,15 @@ def photos_of(world: World, a: Person) -> list[Photo]:
     return [p for p in world.table("photos", "photos").values() if a.contact_id in p["people"]]
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such photo or contact", "permission_denied": "messages.photos permission not granted", "conflict": "the contact is blocked"}, example={"photo_id": "ph_1", "contact_id": "c_1"})
+@TOOLS.tool(
+    writes=True,
+    errors={
+        "not_found": "no such photo or contact",
+        "permission_denied": "messages.photos permission not granted",
+        "conflict": "the contact is blocked",
+    },
+    example={"photo_id": "ph_1", "contact_id": "c_1"},
+)
 def share_photo(world: World, a: Share) -> Message:
     """Send a photo to a contact by message."""
     require_permission(world, "messages.photos")
@@ -81,7 +108,11 @@ def share_photo(world: World, a: Share) -> Message:
     return send_text(world, a.contact_id, f"[photo {photo['id']}: {photo['title']}]")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such file", "invalid_argument": "unknown folder", "conflict": "already in that folder"}, example={"file_id": "file_1", "folder": "travel"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such file", "invalid_argument": "unknown folder", "conflict": "already in that folder"},
+    example={"file_id": "file_1", "folder": "travel"},
+)
 def move_file(world: World, a: MoveFile) -> File:
     """Move a file to another folder."""
     if a.folder not in FILE_FOLDERS:

@@ -21,6 +21,13 @@ class Reminder(TypedDict):
 def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     items = {}
     for i in range(1, 11):
-        items[f"rem_{i}"] = Reminder(id=f"rem_{i}", title=f"{s.pick(('Buy', 'Call', 'Book', 'Fix', 'Return'))} {s.phrase(1)}", due=day(s.rng.randrange(-4, 10)), list=s.pick(("inbox", "home", "work")), priority=s.rng.randrange(0, 4), done=i % 5 == 0)
+        items[f"rem_{i}"] = Reminder(
+            id=f"rem_{i}",
+            title=f"{s.pick(('Buy', 'Call', 'Book', 'Fix', 'Return'))} {s.phrase(1)}",
+            due=day(s.rng.randrange(-4, 10)),
+            list=s.pick(("inbox", "home", "work")),
+            priority=s.rng.randrange(0, 4),
+            done=i % 5 == 0,
+        )
     lists = {name: {"name": name} for name in ("inbox", "home", "work")}
     return {"reminders": items, "lists": lists}

@@ -14,7 +14,15 @@ from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("reminders")
 TOOLS.collection("reminders", Reminder, noun="reminder", search=("title", "list"), example_id="rem_1", delete=True)
-TOOLS.flag("reminders", "done", Reminder, noun="reminder", on=("complete", "Mark a reminder done."), off=("reopen", "Mark a done reminder as open again."), example_id="rem_1")
+TOOLS.flag(
+    "reminders",
+    "done",
+    Reminder,
+    noun="reminder",
+    on=("complete", "Mark a reminder done."),
+    off=("reopen", "Mark a done reminder as open again."),
+    example_id="rem_1",
+)
 
 
 class NewReminder(Args):
@@ -54,7 +62,14 @@ def create_reminder(world: World, a: NewReminder) -> Reminder:
     """Add a reminder to a list."""
     world.get("reminders", "lists", a.list, "list")
     rid = world.new_id("reminders", "reminders", "rem")
-    return world.put("reminders", "reminders", rid, Reminder(id=rid, title=a.title, due=a.due.isoformat() if a.due else "", list=a.list, priority=a.priority, done=False))
+    return world.put(
+        "reminders",
+        "reminders",
+        rid,
+        Reminder(
+            id=rid, title=a.title, due=a.due.isoformat() if a.due else "", list=a.list, priority=a.priority, done=False
+        ),
+    )
 
 
 @TOOLS.tool(writes=True, errors=_NF, example={"reminder_id": "rem_1", "due": "2026-03-09"})
@@ -74,14 +89,18 @@ def set_priority(world: World, a: Priority) -> Reminder:
 @TOOLS.tool(example={"day": "2026-03-03"})
 def list_due(world: World, a: OnDay) -> list[Reminder]:
     """Open reminders due on a day."""
-    return [r for r in world.table("reminders", "reminders").values() if r["due"] == a.day.isoformat() and not r["done"]]
+    return [
+        r for r in world.table("reminders", "reminders").values() if r["due"] == a.day.isoformat() and not r["done"]
+    ]
 
 
 @TOOLS.tool()
 def list_overdue(world: World, a: NoArgs) -> list[Reminder]:
     """Open reminders whose due date has passed."""
     today = TODAY.isoformat()
-    return [r for r in world.table("reminders", "reminders").values() if r["due"] and r["due"] < today and not r["done"]]
+    return [
+        r for r in world.table("reminders", "reminders").values() if r["due"] and r["due"] < today and not r["done"]
+    ]
 
 
 @TOOLS.tool(writes=True, errors={"conflict": "a list with that name exists"}, example={"name": "errands"})

@@ -32,5 +32,16 @@ def fare(product: str, km: float) -> float:
 def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     rides = {}
     for i in range(1, 6):
-        rides[f"ride_{i}"] = Ride(id=f"ride_{i}", product=s.pick(tuple(PRODUCTS)), pickup="pl_1", dropoff=f"pl_{s.rng.randrange(2, 20)}", fare=s.money(8, 40), status="completed", card_id="card_1", tip=0.0, rating=0, date=day(-i * 3))
+        rides[f"ride_{i}"] = Ride(
+            id=f"ride_{i}",
+            product=s.pick(tuple(PRODUCTS)),
+            pickup="pl_1",
+            dropoff=f"pl_{s.rng.randrange(2, 20)}",
+            fare=s.money(8, 40),
+            status="completed",
+            card_id="card_1",
+            tip=0.0,
+            rating=0,
+            date=day(-i * 3),
+        )
     return {"rides": rides}

@@ -69,7 +69,15 @@ def estimate(world: World, a: Trip) -> list[Quote]:
     return quotes(world, a.pickup_id, a.dropoff_id)
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such place", "permission_denied": "rides.location permission not granted", "conflict": "another ride is active, or the default card is frozen"}, example={"pickup_id": "pl_1", "dropoff_id": "pl_3"})
+@TOOLS.tool(
+    writes=True,
+    errors={
+        "not_found": "no such place",
+        "permission_denied": "rides.location permission not granted",
+        "conflict": "another ride is active, or the default card is frozen",
+    },
+    example={"pickup_id": "pl_1", "dropoff_id": "pl_3"},
+)
 def request_ride(world: World, a: RequestArgs) -> Ride:
     """Request a ride. The driver waits until rides.confirm_pickup is called with the ride id."""
     require_permission(world, "rides.location")
@@ -80,17 +88,39 @@ def request_ride(world: World, a: RequestArgs) -> Ride:
         raise ToolFailure("conflict", f"default card {card_id} is frozen")
     price = next(q["fare"] for q in quotes(world, a.pickup_id, a.dropoff_id) if q["product"] == a.product)
     rid = world.new_id("rides", "rides", "ride")
-    return world.put("rides", "rides", rid, Ride(id=rid, product=a.product, pickup=a.pickup_id, dropoff=a.dropoff_id, fare=price, status="awaiting_pickup_confirmation", card_id=card_id, tip=0.0, rating=0, date=TODAY.isoformat()))
+    return world.put(
+        "rides",
+        "rides",
+        rid,
+        Ride(
+            id=rid,
+            product=a.product,
+            pickup=a.pickup_id,
+            dropoff=a.dropoff_id,
+            fare=price,
+            status="awaiting_pickup_confirmation",
+            card_id=card_id,
+            tip=0.0,
+            rating=0,
+            date=TODAY.isoformat(),
+        ),
+    )
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such ride", "conflict": "not awaiting pickup confirmation"}, example={"id": "ride_6"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such ride", "conflict": "not awaiting pickup confirmation"},
+    example={"id": "ride_6"},
+)
 def confirm_pickup(world: World, a: IdArgs) -> Ride:
     """Confirm the pickup point so the driver comes."""
     _ride(world, a.id, "awaiting_pickup_confirmation")
     return world.patch("rides", "rides", a.id, status="confirmed")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such ride", "conflict": "the ride is not active"}, example={"id": "ride_6"})
+@TOOLS.tool(
+    writes=True, errors={"not_found": "no such ride", "conflict": "the ride is not active"}, example={"id": "ride_6"}
+)
 def cancel_ride(world: World, a: IdArgs) -> Ride:
     """Cancel an active ride."""
     _ride(world, a.id, *_ACTIVE)
@@ -106,14 +136,22 @@ def active_ride(world: World, a: NoArgs) -> Ride:
     raise ToolFailure("not_found", "no active ride")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such ride", "conflict": "the ride is not completed"}, example={"ride_id": "ride_1", "amount": 3.0})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such ride", "conflict": "the ride is not completed"},
+    example={"ride_id": "ride_1", "amount": 3.0},
+)
 def tip_driver(world: World, a: Tip) -> Ride:
     """Tip the driver of a completed ride."""
     _ride(world, a.ride_id, "completed")
     return world.patch("rides", "rides", a.ride_id, tip=a.amount)
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such ride", "conflict": "the ride is not completed"}, example={"ride_id": "ride_1", "stars": 5})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such ride", "conflict": "the ride is not completed"},
+    example={"ride_id": "ride_1", "stars": 5},
+)
 def rate_ride(world: World, a: Rate) -> Ride:
     """Rate a completed ride from 1 to 5 stars."""
     _ride(world, a.ride_id, "completed")

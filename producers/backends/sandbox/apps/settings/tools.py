@@ -98,7 +98,11 @@ def list_networks(world: World, a: NoArgs) -> list[Network]:
     return [{**n, "password": "***" if n["password"] else ""} for n in world.table("settings", "networks").values()]
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such network", "conflict": "wifi is off", "permission_denied": "wrong password"}, example={"network_id": "net_3"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such network", "conflict": "wifi is off", "permission_denied": "wrong password"},
+    example={"network_id": "net_3"},
+)
 def join_network(world: World, a: Join) -> Network:
     """Connect to a wifi network (secured ones need the password)."""
     network = world.get("settings", "networks", a.network_id, "network")
@@ -117,7 +121,11 @@ def list_devices(world: World, a: NoArgs) -> list[Device]:
     return list(world.table("settings", "devices").values())
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such device", "conflict": "bluetooth is off, or already paired"}, example={"id": "bt_1"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such device", "conflict": "bluetooth is off, or already paired"},
+    example={"id": "bt_1"},
+)
 def pair_device(world: World, a: IdArgs) -> Device:
     """Pair a bluetooth device (bluetooth must be on)."""
     return _pairing(world, a.id, True)
@@ -135,13 +143,21 @@ def list_permissions(world: World, a: NoArgs) -> dict[str, bool]:
     return dict(world.table("settings", "permissions"))
 
 
-@TOOLS.tool(writes=True, errors={"invalid_argument": "unknown permission", "conflict": "already granted"}, example={"permission": "maps.location"})
+@TOOLS.tool(
+    writes=True,
+    errors={"invalid_argument": "unknown permission", "conflict": "already granted"},
+    example={"permission": "maps.location"},
+)
 def grant_permission(world: World, a: Permission) -> dict[str, bool]:
     """Grant an app permission, e.g. maps.location."""
     return _permission(world, a.permission, True)
 
 
-@TOOLS.tool(writes=True, errors={"invalid_argument": "unknown permission", "conflict": "already revoked"}, example={"permission": "maps.location"})
+@TOOLS.tool(
+    writes=True,
+    errors={"invalid_argument": "unknown permission", "conflict": "already revoked"},
+    example={"permission": "maps.location"},
+)
 def revoke_permission(world: World, a: Permission) -> dict[str, bool]:
     """Revoke an app permission."""
     return _permission(world, a.permission, False)

@@ -14,7 +14,15 @@ TOOLS = AppTools("shopping")
 TOOLS.collection("products", Product, noun="product", search=("name", "brand"), example_id="prod_1")
 TOOLS.collection("orders", carts.Order, noun="order", search=("status", "date"), example_id="ord_1")
 TOOLS.records.update(cart=carts.CartLine)
-TOOLS.flag("products", "wishlisted", Product, noun="product", on=("add_to_wishlist", "Put a product on the wishlist."), off=("remove_from_wishlist", "Take a product off the wishlist."), example_id="prod_1")
+TOOLS.flag(
+    "products",
+    "wishlisted",
+    Product,
+    noun="product",
+    on=("add_to_wishlist", "Put a product on the wishlist."),
+    off=("remove_from_wishlist", "Take a product off the wishlist."),
+    example_id="prod_1",
+)
 
 
 class Cheapest(Args):
@@ -26,13 +34,19 @@ class Cheapest(Args):
 def cheapest(world: World, a: Cheapest) -> Product:
     """The cheapest available product whose name matches, with at least a rating."""
     needle = a.query.lower()
-    hits = [p for p in world.table("shopping", "products").values() if needle in p["name"].lower() and p["available"] and p["rating"] >= a.min_rating]
+    hits = [
+        p
+        for p in world.table("shopping", "products").values()
+        if needle in p["name"].lower() and p["available"] and p["rating"] >= a.min_rating
+    ]
     if not hits:
         raise ToolFailure("not_found", f"no available product matches {a.query!r}")
     return min(hits, key=lambda p: (p["price"], p["id"]))
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such product", "unavailable": "out of stock"}, example={"item_id": "prod_2"})
+@TOOLS.tool(
+    writes=True, errors={"not_found": "no such product", "unavailable": "out of stock"}, example={"item_id": "prod_2"}
+)
 def add_to_cart(world: World, a: carts.AddItem) -> carts.CartLine:
     """Add a product to the cart."""
     return carts.add(world, "shopping", "products", a)
@@ -50,19 +64,31 @@ def view_cart(world: World, a: NoArgs) -> list[carts.CartLine]:
     return list(world.table("shopping", "cart").values())
 
 
-@TOOLS.tool(writes=True, errors={"conflict": "the cart is empty or the card is frozen", "needs_confirmation": "called without confirm=true"}, example={"confirm": True})
+@TOOLS.tool(
+    writes=True,
+    errors={"conflict": "the cart is empty or the card is frozen", "needs_confirmation": "called without confirm=true"},
+    example={"confirm": True},
+)
 def checkout(world: World, a: carts.Checkout) -> carts.Order:
     """Buy what is in the cart with the default card. Needs confirm=true."""
     return carts.checkout(world, "shopping", a)
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such order", "conflict": "the order is not in placed state"}, example={"id": "ord_2"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such order", "conflict": "the order is not in placed state"},
+    example={"id": "ord_2"},
+)
 def cancel_order(world: World, a: IdArgs) -> carts.Order:
     """Cancel an order that has not been delivered."""
     return carts.set_status(world, "shopping", a.id, "placed", "cancelled")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such order", "conflict": "the order is not delivered"}, example={"id": "ord_1"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such order", "conflict": "the order is not delivered"},
+    example={"id": "ord_1"},
+)
 def return_order(world: World, a: IdArgs) -> carts.Order:
     """Return a delivered order for a refund."""
     return carts.set_status(world, "shopping", a.id, "delivered", "returned")

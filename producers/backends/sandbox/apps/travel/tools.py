@@ -47,7 +47,14 @@ def _confirm(confirm: bool, what: str, total: float) -> None:
 
 def _book(world: World, kind: str, ref: str, check_in: str, nights: int, total: float) -> Booking:
     bid = world.new_id("travel", "bookings", "bk")
-    return world.put("travel", "bookings", bid, Booking(id=bid, kind=kind, ref=ref, check_in=check_in, nights=nights, total=round(total, 2), status="confirmed"))  # type: ignore[typeddict-item]
+    return world.put(
+        "travel",
+        "bookings",
+        bid,
+        Booking(
+            id=bid, kind=kind, ref=ref, check_in=check_in, nights=nights, total=round(total, 2), status="confirmed"
+        ),
+    )  # type: ignore[typeddict-item]
 
 
 def _booking(world: World, booking_id: str) -> Booking:
@@ -57,7 +64,13 @@ def _booking(world: World, booking_id: str) -> Booking:
 @TOOLS.tool(example={"destination": "Lisbon", "day": "2026-03-03"})
 def search_flights(world: World, a: FlightQuery) -> list[Flight]:
     """Flights from home to a city on a day, cheapest first."""
-    hits = [f for f in world.table("travel", "flights").values() if f["destination"].lower() == a.destination.lower() and f["depart"].startswith(a.day.isoformat()) and f["stops"] <= a.max_stops]
+    hits = [
+        f
+        for f in world.table("travel", "flights").values()
+        if f["destination"].lower() == a.destination.lower()
+        and f["depart"].startswith(a.day.isoformat())
+        and f["stops"] <= a.max_stops
+    ]
     return sorted(hits, key=lambda f: (f["price"], f["id"]))
 
 
@@ -70,7 +83,11 @@ def get_flight(world: World, a: IdArgs) -> Flight:
 @TOOLS.tool(example={"city": "Lisbon"})
 def search_hotels(world: World, a: HotelQuery) -> list[Hotel]:
     """Hotels in a city with at least a rating, cheapest first."""
-    hits = [h for h in world.table("travel", "hotels").values() if h["city"].lower() == a.city.lower() and h["rating"] >= a.min_rating]
+    hits = [
+        h
+        for h in world.table("travel", "hotels").values()
+        if h["city"].lower() == a.city.lower() and h["rating"] >= a.min_rating
+    ]
     return sorted(hits, key=lambda h: (h["nightly"], h["id"]))
 
 
@@ -80,7 +97,15 @@ def get_hotel(world: World, a: IdArgs) -> Hotel:
     return world.get("travel", "hotels", a.id, "hotel")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such flight", "needs_confirmation": "called without confirm=true", "conflict": "the flight is already booked"}, example={"flight_id": "fl_2", "confirm": True})
+@TOOLS.tool(
+    writes=True,
+    errors={
+        "not_found": "no such flight",
+        "needs_confirmation": "called without confirm=true",
+        "conflict": "the flight is already booked",
+    },
+    example={"flight_id": "fl_2", "confirm": True},
+)
 def book_flight(world: World, a: BookFlight) -> Booking:
     """Book a flight. Needs confirm=true."""
     flight = world.get("travel", "flights", a.flight_id, "flight")
@@ -90,7 +115,15 @@ def book_flight(world: World, a: BookFlight) -> Booking:
     return _book(world, "flight", a.flight_id, flight["depart"][:10], 0, flight["price"])
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such hotel", "needs_confirmation": "called without confirm=true", "invalid_argument": "check-in date in the past"}, example={"hotel_id": "htl_lisbon_1", "check_in": "2026-03-05", "nights": 2, "confirm": True})
+@TOOLS.tool(
+    writes=True,
+    errors={
+        "not_found": "no such hotel",
+        "needs_confirmation": "called without confirm=true",
+        "invalid_argument": "check-in date in the past",
+    },
+    example={"hotel_id": "htl_lisbon_1", "check_in": "2026-03-05", "nights": 2, "confirm": True},
+)
 def book_hotel(world: World, a: BookHotel) -> Booking:
     """Book hotel nights. Needs confirm=true."""
     hotel = world.get("travel", "hotels", a.hotel_id, "hotel")
@@ -101,7 +134,9 @@ def book_hotel(world: World, a: BookHotel) -> Booking:
     return _book(world, "hotel", a.hotel_id, a.check_in.isoformat(), a.nights, total)
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such booking", "conflict": "not a confirmed booking"}, example={"id": "bk_1"})
+@TOOLS.tool(
+    writes=True, errors={"not_found": "no such booking", "conflict": "not a confirmed booking"}, example={"id": "bk_1"}
+)
 def cancel_booking(world: World, a: IdArgs) -> Booking:
     """Cancel a confirmed booking."""
     if _booking(world, a.id)["status"] != "confirmed":
@@ -109,10 +144,18 @@ def cancel_booking(world: World, a: IdArgs) -> Booking:
     return world.patch("travel", "bookings", a.id, status="cancelled")
 
 
-@TOOLS.tool(writes=True, errors={"not_found": "no such booking", "conflict": "not a confirmed flight departing within 48 hours"}, example={"id": "bk_2"})
+@TOOLS.tool(
+    writes=True,
+    errors={"not_found": "no such booking", "conflict": "not a confirmed flight departing within 48 hours"},
+    example={"id": "bk_2"},
+)
 def check_in(world: World, a: IdArgs) -> Booking:
     """Check in for a flight departing within the next 48 hours."""
     booking = _booking(world, a.id)
-    if booking["kind"] != "flight" or booking["status"] != "confirmed" or (parse_day(booking["check_in"]) - TODAY).days > 2:
+    if (
+        booking["kind"] != "flight"
+        or booking["status"] != "confirmed"
+        or (parse_day(booking["check_in"]) - TODAY).days > 2
+    ):
         raise ToolFailure("conflict", f"booking {a.id} is not a confirmed flight departing within 48 hours")
     return world.patch("travel", "bookings", a.id, status="checked_in")
