@@ -11,19 +11,17 @@ trained on); the table shows success, tokens and tool calls per solved task.
     .venv/bin/python bench/care_ablation.py [--sft-steps 400] [--rl-steps 24] [--lr 2e-4] [--detour 0.6]
 """
 
+# ruff: noqa: E402  (HF_HUB_OFFLINE is set before transformers and trl are imported)
 from __future__ import annotations
 
 import argparse
 import copy
 import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# bench/consumers.py would shadow the consumers package (RL's rollout worker and verifier) when run as a script
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 from rich.console import Console
 from rich.table import Table

@@ -16,8 +16,6 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# bench/consumers.py would shadow the consumers package (RL's rollout worker and verifier) when run as a script
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 
 def main() -> int:
@@ -32,13 +30,12 @@ def main() -> int:
         print("SKIP: no CUDA device (this check runs on a GPU machine; CPU paths are covered by the test suite)")
         return 0
 
-    from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
-    from infra.events import ensure_topics
-    from learner.config import LearnerConfig
-    from learner.jobs import current_dataset, seed_reference_episodes, skills, train_tasks, window
-    from learner.model import TinyModelConfig, build_tiny_model, load_checkpoint, train_tokenizer
     from harness_service.versions import publish_harness_version
-    from infra.events import publish_all
+    from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
+    from infra.events import ensure_topics, publish_all
+    from learner.config import LearnerConfig
+    from learner.jobs import current_dataset, seed_reference_episodes, train_tasks, window
+    from learner.model import TinyModelConfig, build_tiny_model, load_checkpoint, train_tokenizer
     from learner.rl import RlSettings, RlState, run_steps
     from learner.rl.loop import PRODUCER
     from learner.rl.services import LocalServices

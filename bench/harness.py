@@ -48,7 +48,7 @@ class _Blobs:
         return BlobRef(sha256=hashlib.sha256(data).hexdigest(), size=len(data), media_type=media_type)
 
 
-def _timed_build(original: Callable[[ContextBuilder, ContextInputs], BuiltContext]):  # type: ignore[no-untyped-def]
+def _timed_build(original: Callable[[ContextBuilder, ContextInputs], BuiltContext]):
     def build(self: ContextBuilder, inputs: ContextInputs) -> BuiltContext:
         started = time.perf_counter()
         try:

@@ -9,18 +9,16 @@ last row is trl's own loss path (``fused_lm_head=True``: chunked LM head, entrop
     .venv/bin/python bench/learner_sft.py [--steps 120] [--rl-steps 2]
 """
 
+# ruff: noqa: E402  (HF_HUB_OFFLINE is set before transformers and trl are imported)
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 from time import perf_counter
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# bench/consumers.py would shadow the consumers package (RL's rollout worker and verifier) when run as a script
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 import torch
 from rich.console import Console
@@ -30,10 +28,9 @@ from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics
 from learner.config import LearnerConfig
 from learner.dataset.tokenize import tokenize_examples
-from learner.jobs import current_dataset, seed_reference_episodes, train_tasks, window
+from learner.jobs import current_dataset, rl_harness_version, seed_reference_episodes, train_tasks, window
 from learner.model import build_tiny_model, train_tokenizer
 from learner.model.window import turn_corpus
-from learner.jobs import rl_harness_version
 from learner.rl.loop import RlState, run_steps
 from learner.rl.services import LocalServices
 from learner.sft import SftSettings, train_sft
@@ -43,7 +40,7 @@ def plain_loop(model, data, steps: int, batch: int, lr: float, pad_id: int) -> t
     """The baseline: right-padded batches, masked next-token loss, clipped AdamW with cosine decay, no Trainer."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
-    rows = list(zip(data["input_ids"], data["completion_mask"]))
+    rows = list(zip(data["input_ids"], data["completion_mask"], strict=True))
     generator = torch.Generator().manual_seed(0)
     order = torch.randperm(len(rows), generator=generator).tolist()
     model.train()
@@ -57,7 +54,7 @@ def plain_loop(model, data, steps: int, batch: int, lr: float, pad_id: int) -> t
         for i, (row, mask) in enumerate(picked):
             ids[i, : len(row)] = torch.tensor(row)
             attention[i, : len(row)] = 1
-            labels[i, : len(row)] = torch.tensor([t if m else -100 for t, m in zip(row, mask)])
+            labels[i, : len(row)] = torch.tensor([t if m else -100 for t, m in zip(row, mask, strict=True)])
             tokens += len(row)
         loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
         loss.backward()

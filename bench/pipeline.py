@@ -14,15 +14,9 @@ process, against a consume-only loop (poll + commit, no decoding) over the same 
 
     .venv/bin/python bench/pipeline.py [--episodes 192] [--workers 2] [--no-kafka] [--profile] [--out DIR]
 """
-# ruff: noqa: E402  (the sys.path fix below must run before the imports)
 
+# ruff: noqa: E402  (HF_HUB_OFFLINE is set before transformers and trl are imported)
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# Run as a script, this file's folder comes first on sys.path and bench/consumers.py would shadow the package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
 import cProfile
@@ -36,6 +30,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -65,7 +60,7 @@ class Member:
     profile: Path | None
 
 
-def _serve(member: Member, ready: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _serve(member: Member, ready: multiprocessing.Queue) -> None:
     """A group member until SIGTERM: the rollout worker, or the consumer exactly as ``flywheel consume`` builds it."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from infra.bootstrap import Ports, open_blob_store, open_bus
@@ -333,7 +328,7 @@ def plot_lags(phases: list[Phase], path: Path) -> None:
 
     shown = [p for p in phases if p.lags]
     fig, axes = plt.subplots(1, len(shown), figsize=(5.5 * len(shown), 4), squeeze=False, sharey=True)
-    for ax, phase in zip(axes[0], shown):
+    for ax, phase in zip(axes[0], shown, strict=False):
         for stage, series in phase.lags.items():
             ax.plot([t for t, _ in series], [lag for _, lag in series], label=stage)
         ax.set_title(f"{phase.name}: {phase.rate:.1f} episodes/s")

@@ -101,7 +101,8 @@ def main() -> None:
         target = TARGETS[name]
         ok = value <= target if name.startswith("verify") else value >= target
         print(
-            f"{name:<27} {value:>12,.3f}   target {'<=' if name.startswith('verify') else '>='} {target:,.0f}   {'OK' if ok else 'MISS'}"
+            f"{name:<27} {value:>12,.3f}   target {'<=' if name.startswith('verify') else '>='} {target:,.0f}   "
+            f"{'OK' if ok else 'MISS'}"
         )
 
 

@@ -51,9 +51,9 @@ def main() -> None:
     totals = {"decode": 0.0, "encode": 0.0, "orjson": 0.0}
     for label, data in rows:
         event = decode(data)
-        decode_rate = rate(lambda: decode(data), seconds=per_measurement, n=args.n)
-        encode_rate = rate(lambda: encode(event), seconds=per_measurement, n=args.n)
-        orjson_rate = rate(lambda: orjson.loads(data), seconds=per_measurement, n=args.n)
+        decode_rate = rate(lambda data=data: decode(data), seconds=per_measurement, n=args.n)
+        encode_rate = rate(lambda event=event: encode(event), seconds=per_measurement, n=args.n)
+        orjson_rate = rate(lambda data=data: orjson.loads(data), seconds=per_measurement, n=args.n)
         for key, value in (("decode", decode_rate), ("encode", encode_rate), ("orjson", orjson_rate)):
             totals[key] += 1 / value  # harmonic mean: the rate of a stream with one of each type
         print(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -84,7 +84,7 @@ class Finish(_Frozen):
 
 
 Action = Annotated[
-    Union[ToolCall, MemoryRead, MemoryWrite, SkillLoad, SubagentSpawn, SubagentResult, Clarify, Refuse, Finish],
+    ToolCall | MemoryRead | MemoryWrite | SkillLoad | SubagentSpawn | SubagentResult | Clarify | Refuse | Finish,
     Field(discriminator="kind"),
 ]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import uuid_utils
@@ -22,7 +22,7 @@ Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 def _to_utc(value: datetime) -> datetime:
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 UtcDatetime = Annotated[AwareDatetime, AfterValidator(_to_utc)]
@@ -36,7 +36,7 @@ def new_event_id() -> str:
 
 def utc_now() -> datetime:
     """The current time in UTC (the default ``occurred_at``)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Record(BaseModel):

@@ -54,7 +54,8 @@ class PayloadTooLarge(SchemaError):
 
     def __init__(self, event_type: str | None, size: int, limit: int) -> None:
         super().__init__(
-            f"{event_type or 'message'} is {size} bytes, over the inline limit of {limit} bytes: write the large payload "
+            f"{event_type or 'message'} is {size} bytes, over the inline limit of {limit} bytes: write the large "
+            "payload "
             "to the blob store first and put a BlobRef in the event"
         )
         self.event_type = event_type

@@ -7,7 +7,7 @@ and review the diff: it is exactly the wire change.
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ from bus_schemas.events import (
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
-_AT = datetime(2026, 1, 15, 10, 0, 0, tzinfo=timezone.utc)
+_AT = datetime(2026, 1, 15, 10, 0, 0, tzinfo=UTC)
 _RUN = "run-0001"
 _TASK = "calendar-invite-0042"
 _EPISODE = "ep-0001"
@@ -98,7 +98,7 @@ _PROVENANCE = Provenance(
     harness_version="harness:2",
 )
 _BUDGETS = Budgets(max_steps=20, max_tokens=32_000, max_tool_calls=15, max_wall_s=120.0)
-_CURATION = {
+_CURATION: dict[str, Any] = {
     "reasons": ["verified success"],
     "category": "tool_use",
     "tags": ["tool_routing"],

@@ -6,7 +6,8 @@ version here, keep one old-version golden file (``golden/<Type>.v<N>.json``) and
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 RawEvent = dict[str, Any]
 Upcaster = Callable[[RawEvent], RawEvent]

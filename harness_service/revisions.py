@@ -205,8 +205,8 @@ def _apply_skill(base: HarnessConfig, patch: AddSkill | EditSkill) -> HarnessCon
 def _set(model: type[BaseModel], current: BaseModel, patch: BaseModel) -> BaseModel:
     changes = patch.model_dump(exclude_none=True, exclude={"kind"})
     if not changes:
-        raise InvalidPatch(f"{getattr(patch, 'kind')} sets no field")
+        raise InvalidPatch(f"{patch.kind} sets no field")
     try:
         return model.model_validate({**current.model_dump(), **changes})
     except ValidationError as exc:
-        raise InvalidPatch(f"{getattr(patch, 'kind')}: {exc.errors(include_url=False)}") from exc
+        raise InvalidPatch(f"{patch.kind}: {exc.errors(include_url=False)}") from exc

@@ -313,7 +313,8 @@ def run_rl(
     sft_steps: int = 0,
     request_id: str | None = None,
 ) -> tuple[TrainOutcome, list[RlStepReport]]:
-    """``steps`` GRPO steps from ``version`` on rollouts through the bus; registers the result with ``version`` as parent.
+    """``steps`` GRPO steps from ``version`` on rollouts through the bus; registers the result with ``version`` as
+    parent.
 
     ``sft_steps > 0`` is the mixed schedule: continued SFT on the admitted data first, then GRPO with CARE from
     that model, registered once. ``pump`` lets in-process services run while the learner waits for rollouts.

@@ -1,4 +1,5 @@
-"""Ports for tests, and private stacks for tests that stop or break servers (own ports, a tmp dir, the shared jar cache).
+"""Ports for tests, and private stacks for tests that stop or break servers (own ports, a tmp dir, the shared jar
+cache).
 
 The rule for every port a test listens on or connects to: it lies BELOW Linux's ephemeral range
 (``net.ipv4.ip_local_port_range``, 32768-60999 by default). The kernel hands ports of that range to outgoing

@@ -105,7 +105,8 @@ class ObservationReturned(Event):
 
 
 class EpisodeEnded(Event):
-    """The episode is over. Version 2 split tokens into input/output/thinking, moved wall time to seconds, added cost."""
+    """The episode is over. Version 2 split tokens into input/output/thinking, moved wall
+    time to seconds, added cost."""
 
     event_type: Literal["EpisodeEnded"] = "EpisodeEnded"
     schema_version: Literal[2] = 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -55,7 +55,7 @@ class NoCollateralCriterion(Record):
 
 
 CompletionCriterion = Annotated[
-    Union[StateCriterion, AnswerCriterion, NoCollateralCriterion],
+    StateCriterion | AnswerCriterion | NoCollateralCriterion,
     Field(discriminator="kind"),
 ]
 

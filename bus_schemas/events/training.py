@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Annotated, Literal, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 

@@ -59,7 +59,8 @@ Turn = Step | Rejection
 
 @dataclass(frozen=True)
 class SubEpisode:
-    """A sub-agent episode spawned at ``spawn_step`` of its parent; ``record`` is None when its end is not on the log."""
+    """A sub-agent episode spawned at ``spawn_step`` of its parent; ``record`` is None
+    when its end is not on the log."""
 
     spawn_step: int
     episode_id: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from typing import Any
 
 from bus_schemas.actions import Action, Finish, MemoryRead, SkillLoad, ToolCall
 from bus_schemas.envelope import Event, Producer
@@ -40,16 +41,19 @@ def record_episode(
     trust: str = "exact",
     max_steps: int = 40,
 ) -> list[Event]:
-    """Drive ``script`` (``obs = yield action``) against the sandbox; the evidence blob is written before EpisodeEnded."""
+    """Drive ``script`` (``obs = yield action``) against the sandbox; the evidence blob is
+    written before EpisodeEnded."""
     backend = backend or SandboxBackend()
     backend.reset(task)
-    ids = dict(producer=PRODUCER, run_id=run_id, round=round_, task_id=task.task_id, episode_id=episode_id)
+    ids: dict[str, Any] = dict(
+        producer=PRODUCER, run_id=run_id, round=round_, task_id=task.task_id, episode_id=episode_id
+    )
     events: list[Event] = [
         EpisodeStarted(
             **ids,
             backend="sandbox",
             trust_level=trust,
-            policy_version="scripted",  # type: ignore[arg-type]
+            policy_version="scripted",
             harness_version="h0",
             seed=task.initial_conditions.seed,
             budgets=task.budgets or Budgets(),

@@ -78,7 +78,8 @@ def recovery_demonstration(task: TaskSpecified, episode: EpisodeRecord, verdict:
     )
     return (
         [
-            f"recovery demonstration: passed through {', '.join(gates)}, verified with no collateral changes ({', '.join(sorted(bounds))})"
+            f"recovery demonstration: passed through {', '.join(gates)}, verified with no collateral changes "
+            f"({', '.join(sorted(bounds))})"
         ]
         if safe
         else []

@@ -1,1 +1,2 @@
-"""Dev evaluator: turns the verdicts of a dev-evaluation rollout group into DevSetEvaluated and promotes the better version."""
+"""Dev evaluator: turns the verdicts of a dev-evaluation rollout group into DevSetEvaluated and promotes the better
+version."""

@@ -36,7 +36,8 @@ def kind_of(group: str | None) -> Kind | None:
 
 
 def model_ref(policy_version: str) -> tuple[str, str]:
-    """(model name, version) of a policy ref: ``planner/3`` -> (planner, 3); ``scripted:reference`` -> (scripted, reference)."""
+    """(model name, version) of a policy ref: ``planner/3`` -> (planner, 3); ``scripted:reference`` -> (scripted,
+    reference)."""
     ref = policy_version.removeprefix("models:/")
     for sep in ("/", "@", ":"):
         name, found, version = ref.partition(sep)

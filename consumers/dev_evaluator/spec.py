@@ -84,10 +84,10 @@ class DevEvaluator:
         if group in self._fired:
             return []
         self.groups.catch_up()
-        members: list[RolloutRequested] = sorted(self.groups.get(group), key=lambda m: (m.task_id, m.episode_id))  # type: ignore[arg-type, union-attr]
+        members: list[RolloutRequested] = sorted(self.groups.get(group), key=lambda m: (m.task_id, m.episode_id))
         self.verdicts.catch_up()
         verdicts = {m.episode_id: v for m in members for v in self.verdicts.get(m.episode_id)[:1]}
-        verdicts[event.episode_id] = verdicts.get(event.episode_id, event)  # type: ignore[assignment]
+        verdicts[event.episode_id] = verdicts.get(event.episode_id, event)
         if len(verdicts) < len(members):
             return []  # the group is still running
         self.ends.catch_up()

@@ -37,7 +37,8 @@ def prompt(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified
         indent = "" if spawned_at is None else "  "
         if spawned_at is not None:
             lines.append(
-                f"{indent}sub-agent {record.episode_id[-8:]} (spawned at step {spawned_at}), ended {record.ended.reason}:"
+                f"{indent}sub-agent {record.episode_id[-8:]} (spawned at step {spawned_at}), ended "
+                f"{record.ended.reason}:"
             )
         lines += [indent + _turn(t) for t in record.turns]
     lines += [

@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from bus_schemas.actions import MemoryRead, MemoryWrite
 from bus_schemas.events import (
@@ -135,7 +136,8 @@ def invalid_output(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerif
         return None
     outputs = sum(len(r.turns) for _, r in ep.walk())
     codes = Counter(r.code for _, _, r in rejected)
-    summary = f"{len(rejected)} of {outputs} model outputs were not usable actions ({', '.join(f'{c} x{n}' for c, n in codes.most_common())})"
+    tally = ", ".join(f"{c} x{n}" for c, n in codes.most_common())
+    summary = f"{len(rejected)} of {outputs} model outputs were not usable actions ({tally})"
     at, where, first = rejected[0]
     share = len(rejected) / max(outputs, 1)
     if _ended_by_invalid_output(ep):
@@ -194,7 +196,7 @@ def policy_violation(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVer
 def recovery(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
     repeats = []
     for spawned_at, record in ep.walk():
-        for before, after in zip(record.steps, record.steps[1:]):
+        for before, after in pairwise(record.steps):
             failed = before.observation is not None and before.observation.error is not None
             if failed and before.call is not None and after.call == before.call:
                 repeats.append((*_where(spawned_at, record, after.number), before.call.name))
@@ -283,7 +285,7 @@ def _named(r: Rejection) -> str:
 def argument_grounding(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
     refused = [
         (at, f"{s.call.name} got an unsupported argument ({where}): {s.observation.error.message}")
-        for at, where, s in _steps(ep)  # type: ignore[union-attr]
+        for at, where, s in _steps(ep)
         if s.call is not None
         and s.observation
         and s.observation.error
@@ -347,5 +349,8 @@ def findings(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerifi
     if found:
         return found
     failed = sum(not r.passed for r in verdict.criteria)
-    why = f"no rule explains the failure (ended: {episode.ended.reason}, {len(episode.turns)} model outputs, {failed} failed criteria)"
+    why = (
+        f"no rule explains the failure (ended: {episode.ended.reason}, {len(episode.turns)} model outputs, "
+        f"{failed} failed criteria)"
+    )
     return [Finding("other", None, why, confidence(0.1, *[0.05] * failed))]

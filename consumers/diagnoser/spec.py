@@ -1,4 +1,5 @@
-"""Wiring: failed EpisodeVerified on ``verdicts`` -> rebuild episode (every step event, sub-agents) and task -> FailureDiagnosed."""
+"""Wiring: failed EpisodeVerified on ``verdicts`` -> rebuild episode (every step event, sub-agents) and task ->
+FailureDiagnosed."""
 
 from __future__ import annotations
 

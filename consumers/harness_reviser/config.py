@@ -11,9 +11,10 @@ from harness_service.revisions import ChangeKind
 
 
 class ReviserConfig(BaseSettings):
-    """``auto_approve``: change kinds published without a human (``FLYWHEEL_REVISER_AUTO_APPROVE=add_instruction,set_budgets``);
-    empty = every proposal waits for ``flywheel review``. ``min_cluster``: diagnoses of one category in a round
-    before a template fires. ``policy``: a model ref that writes instruction text (None = templates only)."""
+    """``auto_approve``: change kinds published without a human
+    (``FLYWHEEL_REVISER_AUTO_APPROVE=add_instruction,set_budgets``); empty = every proposal waits for
+    ``flywheel review``. ``min_cluster``: diagnoses of one category in a round before a template fires. ``policy``:
+    a model ref that writes instruction text (None = templates only)."""
 
     model_config = SettingsConfigDict(env_prefix="FLYWHEEL_REVISER_", extra="ignore", frozen=True)
 

@@ -102,7 +102,8 @@ def choose(
     )
     if not eligible:
         return Skip(
-            f"no fixable failure category reached min_cluster={cfg.min_cluster} in round {dev.round} (diagnoses: {counts})"
+            f"no fixable failure category reached min_cluster={cfg.min_cluster} in round {dev.round} (diagnoses: "
+            f"{counts})"
         )
     for cluster in eligible:
         draft = TEMPLATES[cluster.category](cluster, base, docs)

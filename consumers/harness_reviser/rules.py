@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from bus_schemas.events import Budgets, FailureCategory, FailureDiagnosed, TaskSpecified
-from harness_service.runner.budgets import effective_budgets
 from harness_service.config import HarnessConfig
 from harness_service.revisions import (
     AddInstruction,
@@ -40,6 +39,7 @@ from harness_service.revisions import (
     SetMemoryPolicy,
     skill_notes,
 )
+from harness_service.runner.budgets import effective_budgets
 from harness_service.tools.selection import select_tools
 from producers.backends.base import ToolSpec
 
@@ -138,7 +138,7 @@ def state_tracking(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Dra
     }
     if facts and any(v is not None for v in change.values()) and (memory.enabled or top_k > 0):
         why = f"acted on stale or removed state: recall {max(top_k, memory.retrieve_top_k)} of up to {facts} memories"
-        return Draft(SetMemoryPolicy(**change), why)  # type: ignore[arg-type]
+        return Draft(SetMemoryPolicy(**change), why)
     return _instruction(STATE, base, "acted on stale or removed state; more memory would change nothing")
 
 

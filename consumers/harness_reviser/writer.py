@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from consumers.harness_reviser.rules import Cluster
 from harness_service.context.messages import ChatMessage
 from harness_service.policy.base import Policy
 from harness_service.revisions import AddInstruction
-from consumers.harness_reviser.rules import Cluster
 
 SYSTEM = (
     "You improve the instructions of a phone-app planner agent. Reply with ONE short imperative sentence "

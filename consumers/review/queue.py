@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bus_schemas.envelope import Event, Producer, correlate
 from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import Event, Producer, correlate
 from bus_schemas.events import ReviewDecided, ReviewRequested
 from bus_schemas.topics import TOPIC_CURATION
 from consumers.common.log_index import LogIndex
@@ -40,4 +40,4 @@ def decide(
         reviewer=reviewer,
         note=note,
         corrected_trajectory=corrected,
-    )  # type: ignore[arg-type]
+    )

@@ -105,7 +105,8 @@ def plan(
             tag_weights=tag_weights,
             task_weights=weights,
             reweighter_version=VERSION,
-            rationale=f"{len(comp)} tasks attempted, {sum(1 for t, w in weights.items() if w < 1 and t in comp)} down-weighted as "
+            rationale=f"{len(comp)} tasks attempted, {sum(1 for t, w in weights.items() if w < 1 and t in comp)} "
+            "down-weighted as "
             f"mastered, {sum(1 for t in weights if t in demonstrated and t not in comp)} as demonstrated, "
             f"{len(repair)} in repair sets, from {len(verdicts)} verdicts before round {started.round}",
         )
@@ -127,7 +128,8 @@ def plan(
                     capability=cat,
                     count=min(cfg.max_request, cfg.min_pool - pool),
                     seed_task_ids=mastered[:5],
-                    rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks new to the "
+                    rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks "
+                    "new to the "
                     f"model" + (f"; harder variants of {len(mastered)} mastered tasks" if mastered else "; new worlds"),
                 )
             )

@@ -86,7 +86,7 @@ def _weighted_draws(
     Weighted sampling without replacement by exponential keys (Efraimidis-Spirakis): each pass orders the
     tasks by ``u ** (1 / w)``; a task is repeated only when a round asks for more rollouts than there are tasks.
     """
-    pool = [(t, w) for t, w in zip(tasks, weights) if w > 0]
+    pool = [(t, w) for t, w in zip(tasks, weights, strict=True) if w > 0]
     picks: list[TaskSpecified] = []
     while len(picks) < k:
         ordered = sorted(pool, key=lambda tw: rng.random() ** (1.0 / tw[1]), reverse=True)
@@ -177,7 +177,7 @@ def after_curation(
             producer=producer,
             **correlate(cause) | {"task_id": None, "episode_id": None},
             model_name=cfg.model_name,
-            algorithm=cfg.algorithm,  # type: ignore[arg-type]
+            algorithm=cfg.algorithm,
             base_model_version=None if started.policy_version.startswith("scripted:") else started.policy_version,
             admitted_trajectories=admitted,
         )
@@ -204,7 +204,8 @@ def harness_settled(round_: int, harness: list[Event], evaluations: list[DevSetE
 
 
 def best_versions(started: RoundStarted, evaluations: list[DevSetEvaluated]) -> tuple[str, str]:
-    """(policy, harness) refs for the next round: the versions that beat their baselines (as the dev evaluator promotes)."""
+    """(policy, harness) refs for the next round: the versions that beat their baselines (as the dev evaluator
+    promotes)."""
     policy, harness = started.policy_version, started.harness_version
     earlier: list[DevSetEvaluated] = []
     for e in evaluations:
@@ -247,7 +248,7 @@ def next_round(
     cfg: RoundConfig,
     producer: Producer,
     evaluations: list[DevSetEvaluated] = (),
-) -> list[RoundStarted]:  # type: ignore[assignment]
+) -> list[RoundStarted]:
     """The next RoundStarted with the run's best model and harness so far; none after ``max_rounds``."""
     if done.round + 1 >= cfg.max_rounds:
         return []

@@ -1,4 +1,5 @@
-"""Pure construction: keep only candidates the reference solver passes, a no-op policy fails, and no held-out task shares."""
+"""Pure construction: keep only candidates the reference solver passes, a no-op policy fails, and no held-out task
+shares."""
 
 from __future__ import annotations
 

@@ -65,7 +65,6 @@ class Trainer:
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, TrainingRequested)
         from learner.jobs import run_rl, run_sft
-
         from learner.registry import registered_for_request
 
         replayed = registered_for_request(ports.registry, event.model_name, event.event_id)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from harness_service.config import CompactContext
 from harness_service.context.feedback import clip
 from harness_service.context.history import HistoryTurn, summary_message
 from harness_service.context.messages import ChatMessage, render_message, render_messages
-from harness_service.config import CompactContext
 from harness_service.context.sections import compact_system_text, system_text, task_text
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
 from harness_service.memory.records import MemoryRecord

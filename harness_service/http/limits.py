@@ -117,7 +117,8 @@ class EpisodeSlots:
         if not self._free.acquire(blocking=False):
             raise HTTPException(
                 status_code=503,
-                detail=f"{self.limits.max_episodes} episodes are running, the most this server runs at once; retry later",
+                detail=f"{self.limits.max_episodes} episodes are running, the most this server runs at once; retry "
+                "later",
                 headers={"Retry-After": str(self.limits.retry_after_s)},
             )
 

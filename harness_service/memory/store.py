@@ -20,8 +20,11 @@ _SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS memory USING fts5(content, tags, u
 class Fact(Protocol):
     """Anything with content and tags, e.g. a task's ``MemoryFact``."""
 
-    content: str
-    tags: list[str]
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def tags(self) -> list[str]: ...
 
 
 class MemoryStore:

@@ -38,7 +38,7 @@ class SampledTokens:
             tuple(data["completion_ids"]),
             tuple(data["logprobs"]),  # type: ignore[arg-type]
             float(data["temperature"]),
-        )  # type: ignore[arg-type]
+        )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field, replace
 from time import perf_counter
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,6 +25,7 @@ from bus_schemas.actions import (
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Producer, new_event_id
 from bus_schemas.events.episodes import (
+    SAMPLED_MEDIA_TYPE,
     ActionRejected,
     ActionTaken,
     ContextBuilt,
@@ -31,7 +33,6 @@ from bus_schemas.events.episodes import (
     EpisodeEnded,
     EpisodeStarted,
     ObservationReturned,
-    SAMPLED_MEDIA_TYPE,
 )
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.actions.parser import ActionParser
@@ -142,6 +143,10 @@ def run_episode(
 
 class _Episode:
     """One episode's state; a sub-agent is a nested ``_Episode`` sharing the backend, memory and token budget."""
+
+    depth: int
+    steps: int
+    rec: EpisodeRecorder
 
     def __init__(
         self,
@@ -334,7 +339,7 @@ class _Episode:
 
     def _observe(self, step: int, observation: Observation) -> Observation:
         """Publish the observation; one JSON cannot carry (NaN, lone surrogates) becomes an internal error."""
-        fields = dict(
+        fields: dict[str, Any] = dict(
             result=observation.result if observation.error is None else None,
             error=observation.error,
             changes=list(observation.changes),

@@ -60,7 +60,8 @@ def describe(event: Event) -> Iterator[str]:
     elif isinstance(event, EpisodeEnded):
         yield (
             f"ended    {event.reason} after {event.steps} steps, {event.tool_calls} tool calls, "
-            f"{event.input_tokens}+{event.output_tokens} tokens, {event.wall_time_s:.2f}s; answer={_brief(event.answer)}"
+            f"{event.input_tokens}+{event.output_tokens} tokens, {event.wall_time_s:.2f}s; "
+            f"answer={_brief(event.answer)}"
         )
     elif isinstance(event, EpisodeVerified):
         yield f"verdict  {event.outcome} (score {event.score:.2f}) by verifier {event.verifier_version}"

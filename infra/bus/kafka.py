@@ -8,8 +8,8 @@ long-running services subscribe through FastStream on the same aiokafka stack.
 from __future__ import annotations
 
 import asyncio
-import logging
 import concurrent.futures
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -256,8 +256,9 @@ class KafkaBus:
         return reader
 
     async def _bounded_getmany(self, reader: AIOKafkaConsumer, tp: AioTopicPartition) -> dict:
-        """One short poll, at most ``timeout_s`` + 5 s; a call still running then is cancelled and left behind (not awaited: a
-        getmany that ignores its timeout may ignore the cancellation too, and ``wait_for`` would wait for it)."""
+        """One short poll, at most ``timeout_s`` + 5 s; a call still running then is cancelled and left behind (not
+        awaited: a getmany that ignores its timeout may ignore the cancellation too, and ``wait_for`` would wait for
+        it)."""
         task = asyncio.ensure_future(reader.getmany(tp, timeout_ms=_POLL_MS, max_records=_PAGE))
         done, _ = await asyncio.wait({task}, timeout=self.timeout_s + 5)
         if task in done:
@@ -300,7 +301,7 @@ class KafkaBus:
             self._loop.stop()
 
 
-class _ClaimOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]
+class _ClaimOnAssign(ConsumerRebalanceListener):
     """Fence the previous owners of newly assigned partitions before reading them (``infra.bus.kafka_fencing``)."""
 
     def __init__(self, consumer: AIOKafkaConsumer, producers: PartitionProducers) -> None:

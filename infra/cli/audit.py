@@ -63,7 +63,7 @@ def replay(
             "point --bus (or FLYWHEEL_BUS) at the log to audit",
         )
     # the registry only when a replayed consumer asks for it: opening MLflow costs seconds
-    ports = Ports(log_bus, open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
+    ports = Ports(log_bus, open_blob_store(settings.blobs, settings), LazyRegistry(settings))
     try:
         names = [n.strip() for n in consumers.split(",") if n.strip()] if verify else []
         unknown = [n for n in names if n not in CONSUMERS]

@@ -6,7 +6,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -47,7 +46,7 @@ def open_worker_ports(overrides: dict[str, str | None]) -> tuple[Settings, Ports
     from infra.events import ensure_topics
 
     settings = load_settings(**overrides)
-    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
+    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))
     ensure_topics(ports.bus)
     return settings, ports
 
@@ -94,7 +93,9 @@ class _RunnerWorker:
 
 def run_worker(name: str, overrides: dict[str, str | None], state_dir: Path, idle_exit_s: float | None) -> None:
     """One group member: open the ports, run the consumer until stopped (or idle), close cleanly."""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
+    from infra.cli.quiet import quiet_consumer
+
+    quiet_consumer(name, state_dir)
     settings, ports = open_worker_ports(overrides)
     try:
         worker = build_worker(name, settings, ports, state_dir, idle_exit_s)
@@ -122,7 +123,8 @@ def consume(
     auto_approve: Annotated[
         str | None,
         typer.Option(
-            help="harness_reviser: change kinds published without review (comma-separated; FLYWHEEL_REVISER_AUTO_APPROVE)."
+            help="harness_reviser: change kinds published without review (comma-separated; "
+            "FLYWHEEL_REVISER_AUTO_APPROVE)."
         ),
     ] = None,
     min_cluster: Annotated[
@@ -134,7 +136,8 @@ def consume(
     ] = None,
 ) -> None:
     """Run a consumer (its own group ``flywheel.NAME``; a FastStream app on ``kafka://``): at-least-once delivery,
-    event-id dedupe, atomic outputs+commit, poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work is redelivered to the next run."""
+    event-id dedupe, atomic outputs+commit, poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work
+    is redelivered to the next run."""
     from consumers.registry import CONSUMERS, build
 
     if list_:

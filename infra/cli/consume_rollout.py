@@ -1,4 +1,5 @@
-"""``flywheel consume rollout-worker --workers N``: rollout workers as N OS processes of group ``flywheel.rollout-worker``."""
+"""``flywheel consume rollout-worker --workers N``: rollout workers as N OS processes of group
+``flywheel.rollout-worker``."""
 
 from __future__ import annotations
 
@@ -61,7 +62,9 @@ def _pool(options: WorkerOptions, ports, resolver):
 
 def run_rollout_worker(name: str, options: WorkerOptions) -> None:
     """One group member: open the ports, serve requests until stopped (or idle), close cleanly."""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s")
+    from infra.cli.quiet import quiet_consumer
+
+    quiet_consumer(name, options.state_dir)
     with stop_on_signals() as stop:  # finish the current request, then exit
         _serve_rollouts(name, options, stop)
 
@@ -75,7 +78,7 @@ def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) ->
     from producers.rollout.versions import VersionResolver
 
     settings = load_settings(**options.overrides)
-    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))  # type: ignore[arg-type]
+    ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))
     ensure_topics(ports.bus)
     resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints")
     pool = _pool(options, ports, resolver)

@@ -100,7 +100,8 @@ def show(episode: Item, bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
     revision = _pending_revision(bus_port, episode)
     if revision is not None:
         console.print(
-            f"[bold]{revision.revision_id}[/] of {revision.base_version} (round {revision.round}, run {revision.run_id})"
+            f"[bold]{revision.revision_id}[/] of {revision.base_version} (round {revision.round}, run "
+            f"{revision.run_id})"
         )
         console.print(f"targets: {', '.join(revision.targets)}; motivated by {len(revision.motivated_by)} diagnoses")
         console.print(revision.summary, markup=False)

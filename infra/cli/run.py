@@ -41,7 +41,8 @@ def run(
     profile: Annotated[
         str,
         typer.Option(
-            help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see infra/loop/config.py."
+            help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see "
+            "infra/loop/config.py."
         ),
     ] = "quick",
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of the loop (default 3).")] = None,
@@ -54,7 +55,8 @@ def run(
     algorithm: Annotated[
         str | None,
         typer.Option(
-            help="After round 0: sft (continued SFT on admitted data), rl (GRPO with CARE on rollouts through the bus) or mixed (continued SFT, then GRPO with CARE)."
+            help="After round 0: sft (continued SFT on admitted data), rl (GRPO with CARE on rollouts through the "
+            "bus) or mixed (continued SFT, then GRPO with CARE)."
         ),
     ] = None,
     sft_steps: Annotated[int | None, typer.Option(min=1, help="SFT optimiser steps per training run.")] = None,
@@ -93,7 +95,8 @@ def run(
     (no servers) or on Kafka + S3 + MLflow with --bus/--blobs/--registry. Ends with runs/<run_id>/report.html."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from infra.config import load_settings, mask_credentials
-    from infra.loop.config import LoopConfig, profile as loop_profile
+    from infra.loop.config import LoopConfig
+    from infra.loop.config import profile as loop_profile
     from infra.loop.run import run_loop
 
     base = _loop_config(config) if config else loop_profile(profile)

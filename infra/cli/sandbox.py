@@ -32,14 +32,15 @@ def stats(
     table = Table(title=f"sandbox: {data['apps']} apps, {data['tools']} tools")
     for column in ("category", "train", "dev", "test"):
         table.add_column(column)
-    for category, splits in data["tasks"].items():  # type: ignore[union-attr]
+    for category, splits in data["tasks"].items():
         table.add_row(category, *(str(splits.get(s, 0)) for s in ("train", "dev", "test")))
     Console().print(table)
 
 
 @app.command()
 def check(seed: Annotated[int, typer.Option(help="Suite seed.")] = 0) -> None:
-    """Run every task with the reference solver, a no-op and a random policy; exit 1 unless solver passes all and the others none."""
+    """Run every task with the reference solver, a no-op and a random policy; exit 1 unless solver passes all and the
+    others none."""
     tasks = build_task_suite(run_id="sandbox-check", seed=seed)
     with Progress(transient=True) as progress:
         bar = progress.add_task("checking tasks", total=len(tasks))

@@ -26,8 +26,8 @@ def status(
     from bus_schemas.topics import TOPIC_DEAD_LETTERS, TOPICS
     from consumers.registry import CONSUMERS
     from consumers.review.queue import curation_log, pending
-    from infra.cli.status_pool import pool_table
     from infra.bootstrap import open_bus
+    from infra.cli.status_pool import pool_table
     from infra.config import load_settings, mask_credentials
     from infra.events import decodable
 

@@ -125,7 +125,8 @@ def rl(
     local_workers: Annotated[
         bool,
         typer.Option(
-            help="Also run a rollout worker and the verifier in this process (off: only `flywheel consume rollout-worker` / `verifier` processes serve the groups)."
+            help="Also run a rollout worker and the verifier in this process (off: only `flywheel consume "
+            "rollout-worker` / `verifier` processes serve the groups)."
         ),
     ] = True,
 ) -> None:

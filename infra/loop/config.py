@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,7 +78,7 @@ class LoopConfig(BaseModel):
         """The round controller's settings as the FLYWHEEL_ROUND_* variables a consumer process reads."""
         return {f"FLYWHEEL_ROUND_{k.upper()}": str(v) for k, v in self.round_settings().items()}
 
-    def round_settings(self) -> dict[str, object]:
+    def round_settings(self) -> dict[str, Any]:
         return {
             "max_rounds": self.rounds,
             "min_admitted_for_training": self.min_admitted_for_training,

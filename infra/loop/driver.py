@@ -1,4 +1,5 @@
-"""Runs the loop until its last round completes: steps the consumers (if in-process), folds the log, updates the view."""
+"""Runs the loop until its last round completes: steps the consumers (if in-process),
+folds the log, updates the view."""
 
 from __future__ import annotations
 

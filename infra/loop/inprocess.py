@@ -40,7 +40,7 @@ def consumer_specs(
             specs.append(trainer(config.trainer_learner(), training_progress, pump))
         elif name == "harness_reviser":
             if config.revise_harness:  # explicit config: the process environment stays as it was
-                specs.append(harness_reviser(ReviserConfig(auto_approve=config.auto_approve)))  # type: ignore[arg-type]
+                specs.append(harness_reviser(ReviserConfig(auto_approve=config.auto_approve)))
         else:
             specs.append(build(name))
     return specs
@@ -57,7 +57,7 @@ class InProcessConsumers:
 
         specs = consumer_specs(config, training_progress, self._pump)
         self.runners = [ConsumerRunner(spec, ports, state_dir=state_dir) for spec in specs]
-        self.verifier = next(r for r, s in zip(self.runners, specs) if s.name == "verifier")
+        self.verifier = next(r for r, s in zip(self.runners, specs, strict=True) if s.name == "verifier")
         pool = EnvironmentPool()
         pool.register("sandbox", SandboxBackend, 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)

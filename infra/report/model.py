@@ -18,12 +18,11 @@ from bus_schemas.events import (
     RewardScheduleSelected,
     RolloutRequested,
     RoundCompleted,
+    TrainingRunCompleted,
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
-    TrainingRunCompleted,
 )
-
 from consumers.dev_evaluator.handler import kind_of
 from infra.config import mask_credentials
 

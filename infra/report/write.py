@@ -73,7 +73,7 @@ def _plot_curation(report: RunReport, path: Path) -> None:
         ("quarantined", [r.quarantined for r in report.rounds]),
     ):
         left.bar(rounds, values, bottom=bottom, label=label)
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     left.set(xlabel="round", ylabel="trajectories", title="Curation decisions")
     left.set_xticks(rounds)
     left.legend(fontsize=8)
@@ -82,7 +82,7 @@ def _plot_curation(report: RunReport, path: Path) -> None:
     for label in labels:
         values = [r.failures.get(label, 0) for r in report.rounds]
         right.bar(rounds, values, bottom=bottom, label=label)
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     right.set(xlabel="round", ylabel="diagnosed failures", title="Failure attributions")
     right.set_xticks(rounds)
     if labels:
@@ -161,7 +161,8 @@ def write_report(report: RunReport, out_dir: Path) -> Path:
     settings = "".join(
         f"<li>{html.escape(k)} = <code>{html.escape(v)}</code></li>" for k, v in report.shown_settings().items()
     )
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>planner-flywheel {html.escape(report.run_id)}</title>
+    title = f"planner-flywheel {html.escape(report.run_id)}"
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:100%}}</style></head><body>
 <h1>planner-flywheel run {html.escape(report.run_id)}</h1>

@@ -57,7 +57,7 @@ class KafkaTarget:
         return f"{self.namespace}." if self.namespace else ""
 
 
-class _FinishBatchOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
+class _FinishBatchOnRevoke(ConsumerRebalanceListener):
     """Hold a rebalance until the batch in flight is committed; claim (fence) newly assigned partitions."""
 
     def __init__(self, app: FastStreamConsumer) -> None:

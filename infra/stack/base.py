@@ -51,10 +51,10 @@ class Service(ABC):
         return [self.url]
 
     # --- lifecycle -------------------------------------------------------------------------------
-    def provision(self, echo: Echo) -> None:
+    def provision(self, echo: Echo) -> None:  # noqa: B027 (an optional hook: doing nothing is the default)
         """Download/build what the service needs (cached; a warm call does no network I/O)."""
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 (an optional hook: doing nothing is the default)
         """Write config files and create data folders right before a start."""
 
     @abstractmethod
@@ -69,5 +69,5 @@ class Service(ABC):
     def probe(self, timeout_s: float) -> None:
         """One readiness attempt bounded by ``timeout_s``; raises on failure."""
 
-    def after_ready(self, echo: Echo) -> None:
+    def after_ready(self, echo: Echo) -> None:  # noqa: B027 (an optional hook: doing nothing is the default)
         """Run once the server answers (create buckets, ...)."""

@@ -1,4 +1,5 @@
-"""CARE: competence-aware rewards (succeed first, then be cheap), calibrated advantages, a bounded schedule controller."""
+"""CARE: competence-aware rewards (succeed first, then be cheap), calibrated advantages, a
+bounded schedule controller."""
 
 from learner.care.advantages import AdvantageSettings, Scored, calibrate
 from learner.care.competence import competence_gate, measure_competence

@@ -1,4 +1,5 @@
-"""The CARE reward: task outcome, optional partial credit, and competence-gated, bounded cost terms on successes only."""
+"""The CARE reward: task outcome, optional partial credit, and competence-gated, bounded
+cost terms on successes only."""
 
 from __future__ import annotations
 

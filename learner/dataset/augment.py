@@ -81,8 +81,8 @@ def swap_values(example: Example, rng: random.Random) -> Example | None:
     for value in values:
         fresh = _fresh(value, rng)
         pattern = _pattern(value)
-        prompt = pattern.sub(lambda _m: fresh, prompt)
-        completion = pattern.sub(lambda _m: fresh, completion)
+        prompt = pattern.sub(lambda _m, fresh=fresh: fresh, prompt)
+        completion = pattern.sub(lambda _m, fresh=fresh: fresh, completion)
     return replace(example, prompt=prompt, completion=completion, episode_id=f"{example.episode_id}~swap")
 
 

@@ -7,10 +7,9 @@ must hash to the recorded ContextBuilt blob, byte for byte, or the episode is no
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-
-import hashlib
 
 from bus_schemas.actions import SubagentSpawn
 from bus_schemas.blob_ref import BlobRef
@@ -105,7 +104,7 @@ def rerender_episode(
     if len(contexts) < len(order):
         raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")
     steps = []
-    for (rec, step), built, output in zip(order, contexts, script):
+    for (rec, step), built, output in zip(order, contexts, script, strict=False):
         recorded = rec.contexts[step].context.sha256
         if built.context.sha256 != recorded:
             raise RenderMismatch(f"{rec.episode_id} step {step}: re-rendered context differs from the recorded blob")

@@ -88,7 +88,7 @@ def summarise(
 ) -> DevSetEvaluated:
     """Per-category success (a category with no task scores 0 over 0 tasks) and the per-task averages."""
     wins: dict[str, list[bool]] = defaultdict(list)
-    for task, episode in zip(tasks, judged):
+    for task, episode in zip(tasks, judged, strict=True):
         wins[task.category].append(episode.verdict.outcome == "success")
     per_category = category_scores(wins)
     n = max(1, len(judged))

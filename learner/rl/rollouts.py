@@ -136,7 +136,7 @@ class RolloutReader:
             if not pending:
                 return groups
             if time.monotonic() > deadline:
-                complete = [g for g, r in zip(groups, requests) if len(g) == r.group_size]
+                complete = [g for g, r in zip(groups, requests, strict=True) if len(g) == r.group_size]
                 _log.warning(
                     "rl: %d of %d groups still running after %.0fs; training on the %d complete ones",
                     pending,

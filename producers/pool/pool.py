@@ -141,7 +141,9 @@ class EnvironmentPool:
 
     def close(self) -> None:
         with self._cond:
-            doomed = [(e, b) for e in self._kinds.values() for b in [*e.idle, *(l.backend for l in e.leased.values())]]
+            doomed = [
+                (e, b) for e in self._kinds.values() for b in [*e.idle, *(lease.backend for lease in e.leased.values())]
+            ]
             for entry in self._kinds.values():
                 entry.idle.clear()
                 entry.leased.clear()

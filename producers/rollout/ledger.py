@@ -15,9 +15,9 @@ from bus_schemas.errors import SchemaError
 from bus_schemas.events.episodes import ActionRejected, ActionTaken, EpisodeEnded, EpisodeStarted
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.topics import TOPIC_EPISODES
+from infra.bus.partitioner import partition_for_key
 from infra.bus.port import Bus
 from infra.events import from_record
-from infra.bus.partitioner import partition_for_key
 from producers.rollout.ids import episode_id_for, parse_episode_id
 
 CLOCK_SKEW = timedelta(minutes=5)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from bus_schemas.events.tasks import TaskSpecified
 from producers.backends.sandbox.backend import SandboxBackend

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bus_schemas.actions import Finish, MemoryRead, SkillLoad, ToolCall, ToolError
 from bus_schemas.events.tasks import TaskSpecified

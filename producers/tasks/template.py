@@ -7,8 +7,9 @@ Helpers here keep templates declarative: ``exists``/``equals``/``answer``/``only
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Literal
+from typing import Any, Literal
 
 from bus_schemas.actions import Finish, MemoryRead, SkillLoad, ToolCall
 from bus_schemas.events.tasks import (
@@ -19,12 +20,14 @@ from bus_schemas.events.tasks import (
     NoCollateralCriterion,
     StateCriterion,
 )
-from producers.backends.base import Observation
 from producers.backends.sandbox.pools import SPLITS, Split
 from producers.backends.sandbox.world import State
 
 Action = ToolCall | MemoryRead | SkillLoad | Finish
-Solver = Generator[Action, Observation, None]
+
+# A reference solver is sent each step's Observation (None before the first step); it indexes the JSON result by
+# the shape it knows its tool returns, so the send type is Any: a wrong guess fails the template's soundness test.
+Solver = Generator[Action, Any, None]
 Category = Literal["tool_use", "memory", "skills", "sub_agent"]
 
 

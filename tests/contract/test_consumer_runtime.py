@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bus_schemas.errors import SchemaError
 from bus_schemas.envelope import Producer, correlate, new_event_id
+from bus_schemas.errors import SchemaError
 from bus_schemas.events import DeadLettered, TaskRetired, TaskSpecified
 from bus_schemas.examples import build_examples
 from infra.blobs.filesystem import FileBlobStore

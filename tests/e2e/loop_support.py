@@ -51,7 +51,8 @@ def run_events(ports: Ports, run_id: str) -> list:
 
 
 def check_run(ports: Ports, run_id: str, report_dir: Path) -> None:
-    """Two rounds completed with a trained, evaluated, registered model each; lineage in the registry; replay verifies."""
+    """Two rounds completed with a trained, evaluated, registered model each; lineage in
+    the registry; replay verifies."""
     events = run_events(ports, run_id)
     completed = sorted((e for e in events if isinstance(e, RoundCompleted)), key=lambda e: e.round)
     assert [e.round for e in completed] == [0, 1]

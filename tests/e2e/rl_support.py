@@ -1,9 +1,12 @@
-"""A small loop that trains with GRPO through the bus (``rl``) or continued SFT then GRPO (``mixed``), and its checks."""
+"""A small loop that trains with GRPO through the bus (``rl``) or continued SFT then GRPO
+(``mixed``), and its checks."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from loop_support import run_events, small_loop
 
 from bus_schemas.events import (
     ActionRejected,
@@ -16,7 +19,6 @@ from bus_schemas.events import (
 )
 from infra.bootstrap import Ports
 from infra.loop.config import LoopConfig
-from loop_support import run_events, small_loop
 
 RL_STEPS, GROUP, TASKS_PER_STEP = 2, 2, 2
 

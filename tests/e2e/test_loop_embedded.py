@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from loop_support import check_run, small_loop
 
 from infra.bootstrap import open_ports
 from infra.config import load_settings
 from infra.loop.run import run_loop
-from loop_support import check_run, small_loop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 

@@ -4,12 +4,12 @@ rollout worker and verifier (the same consumers), two rounds, replay verifies.""
 from __future__ import annotations
 
 import pytest
+from loop_support import check_run
+from rl_support import check_rl, small_rl_loop
 
 from infra.bootstrap import open_ports
 from infra.config import load_settings
 from infra.loop.run import run_loop
-from loop_support import check_run
-from rl_support import check_rl, small_rl_loop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from loop_support import check_run
+from rl_support import check_rl, small_rl_loop
 
 from infra.bootstrap import open_ports
 from infra.config import load_settings
-from loop_support import check_run
-from rl_support import check_rl, small_rl_loop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1200)]
 REPO = Path(__file__).resolve().parents[2]

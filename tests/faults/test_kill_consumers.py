@@ -160,7 +160,7 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path, chaos_bus_url):
         deadline = time.monotonic() + 600
         check = open_bus(bus_url)
         while time.monotonic() < deadline:
-            lag = sum(l.lag for n in CONSUMERS for l in check.lag(f"flywheel.{n}", list(build(n).topics)))
+            lag = sum(p.lag for n in CONSUMERS for p in check.lag(f"flywheel.{n}", list(build(n).topics)))
             if lag == 0:
                 break
             time.sleep(2)

@@ -141,7 +141,8 @@ def test_a_broker_comes_back_on_its_port_after_clients_reconnected_for_30s(priva
     consumer.close()
     bus.close()
     print(
-        f"\nreconnect: publish attempts while down={attempts}, reconnect log lines let through={counter.reconnect_lines}"
+        f"\nreconnect: publish attempts while down={attempts}, reconnect log lines let "
+        f"through={counter.reconnect_lines}"
     )
     assert b"after" in got, "the client did not resume after the broker came back"
     # Without the throttle the clients log one line per attempt (every 100 ms per connection): hundreds in 30 s.

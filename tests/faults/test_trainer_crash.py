@@ -13,8 +13,7 @@ import pytest
 from bus_schemas.envelope import Producer
 from bus_schemas.events import ModelVersionRegistered, TrainingRequested
 from bus_schemas.topics import TOPIC_MODELS
-from infra.bootstrap import open_blob_store, open_bus, open_registry
-from infra.bootstrap import Ports
+from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics, from_record, publish_all
 from learner.config import LearnerConfig
 from learner.jobs import seed_reference_episodes

@@ -1,4 +1,5 @@
-"""Auditor tools on a real recorded log: replay reproduces the consumers, blob hashes are checked, export and timeline."""
+"""Auditor tools on a real recorded log: replay reproduces the consumers, blob hashes are
+checked, export and timeline."""
 
 from __future__ import annotations
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from stack_support import ports_free, private_stack_settings
 from typer.testing import CliRunner
 
 from infra.config import StackSettings
 from infra.stack import ServiceUnreachable, Stack, StackError
 from infra.stack.process import PidRecord, start_ticks
-from stack_support import ports_free, private_stack_settings
 
 pytestmark = pytest.mark.integration
 

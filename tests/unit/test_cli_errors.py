@@ -11,6 +11,7 @@ import pytest
 from stack_support import free_port
 from typer.testing import CliRunner
 
+from bus_schemas.examples import build_examples
 from infra.blobs.errors import BlobStoreError
 from infra.bootstrap import UnsupportedURL, open_bus, open_registry
 from infra.bus.errors import BusWriteError
@@ -18,7 +19,6 @@ from infra.bus.records import OutgoingRecord
 from infra.cli.errors import mask_logs, one_line
 from infra.cli.main import app
 from infra.config import ConfigError, Settings, mask_credentials
-from bus_schemas.examples import build_examples
 from infra.events import ensure_topics, publish
 from infra.registry.port import RegistryUnavailable, VersionNotFound
 

@@ -112,7 +112,9 @@ def test_recovery_raises_the_step_budget_only_as_far_as_the_tasks_allow():
     draft = template("recovery", roomy, base)
     assert draft is not None and draft.patch == SetBudgets(max_steps=base.budgets.max_steps + 5)
     revised = apply(base, draft.patch)
-    assert all(after > before for before, after in zip(_steps(base, roomy), _steps(revised, roomy)))  # it binds
+    assert all(
+        after > before for before, after in zip(_steps(base, roomy), _steps(revised, roomy), strict=True)
+    )  # it binds
     assert template("recovery", roomy, revised).patch == SetBudgets(max_steps=40)  # up to the tasks' cap, no further
     assert template("recovery", roomy, apply(revised, SetBudgets(max_steps=40))) is None
 
@@ -154,7 +156,8 @@ def test_tool_routing_spread_over_apps_adds_a_routing_instruction():
     assert template("tool_routing", spread).patch == AddInstruction(text=rules.ROUTING)
 
 
-def _choose(diagnoses, base=BASE, cfg=ReviserConfig(), dev_result=None, writer=None):
+def _choose(diagnoses, base=BASE, cfg=None, dev_result=None, writer=None):
+    cfg = cfg or ReviserConfig()
     tasks = {t.task_id: t for t in train()}
     return choose(
         dev_result or dev(),

@@ -1,4 +1,5 @@
-"""The report's RL figures: rl_steps and care_schedule per round, GRPO episodes counted apart from the round's rollouts."""
+"""The report's RL figures: rl_steps and care_schedule per round, GRPO episodes counted
+apart from the round's rollouts."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ DEVICE_TOOLS: dict[str, DeviceTool] = {
         (
             ToolSpec(
                 name="device.start_activity",
-                description="Start an app activity with an intent (package, optional activity, action, data URI, string extras).",
+                description="Start an app activity with an intent (package, optional activity, action, data URI, "
+                "string extras).",
                 parameters=_obj(
                     {
                         "package": _STR,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from producers.backends.sandbox.apps import APPS
 from producers.backends.sandbox.pools import POOLS, Split

@@ -7,9 +7,10 @@ return type from the annotations, so the JSON Schemas shown to the policy come f
 from __future__ import annotations
 
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
@@ -18,7 +19,6 @@ from typing_extensions import TypedDict
 from producers.backends.base import ToolSpec
 from producers.backends.sandbox.errors import ToolFailure
 from producers.backends.sandbox.world import World
-
 
 MAX_TEXT_CHARS = 10_000
 """No tool argument string is longer (the longest any tool declares, a note or email body); the limit holds
@@ -126,7 +126,8 @@ class AppTools:
         errors: Mapping[str, str] | None = None,
         example: Mapping[str, Any] | None = None,
     ) -> Callable[[ToolFn], ToolFn]:
-        """Register ``fn(world, args: <Args model>) -> <result type>``; ``errors`` maps each code it may return to when."""
+        """Register ``fn(world, args: <Args model>) -> <result type>``; ``errors`` maps each
+        code it may return to when."""
 
         def register(fn: ToolFn) -> ToolFn:
             hints = typing.get_type_hints(fn, localns={"World": World})
@@ -176,7 +177,8 @@ class AppTools:
         plural: str | None = None,
         delete: bool = False,
     ) -> None:
-        """The routine tools of a collection: ``list_<plural>``, ``get_<noun>``, ``search_<plural>`` (and ``delete_<noun>``)."""
+        """The routine tools of a collection: ``list_<plural>``, ``get_<noun>``, ``search_<plural>`` (and
+        ``delete_<noun>``)."""
         plural = plural or f"{noun}s"
         app = self.app
         self.records[coll] = record

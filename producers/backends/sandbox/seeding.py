@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from producers.backends.sandbox.pools import Pool
 

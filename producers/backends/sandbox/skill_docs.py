@@ -1,4 +1,5 @@
-"""Load the skill documents (``skills/*.md``: YAML front matter ``name``, ``tools``, ``when_to_use``, then the procedure)."""
+"""Load the skill documents (``skills/*.md``: YAML front matter ``name``, ``tools``, ``when_to_use``, then the
+procedure)."""
 
 from __future__ import annotations
 

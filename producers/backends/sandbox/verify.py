@@ -3,14 +3,16 @@
 State predicates are registered by name (``state.exists`` ...) so a task names the check and its params;
 "nothing else changed" is a diff of the two states against the task's allowed path prefixes. An answer
 must commit to one value (``check_answer``): listing numbers or options, hedging, contradicting itself or
-padding never passes, so a policy cannot farm reward by saying everything (tests/unit/sandbox/test_verify_adversarial.py).
+padding never passes, so a policy cannot farm reward by saying everything
+(tests/unit/sandbox/test_verify_adversarial.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from bus_schemas.events.tasks import AnswerCriterion, NoCollateralCriterion, StateCriterion, TaskSpecified
 from producers.backends.base import Evidence
@@ -220,8 +222,8 @@ def check_answer(c: AnswerCriterion, answer: str, goal: str = "", world: Mapping
     """Judge the final answer; ``goal`` (numbers it names are echoes) and ``world`` (rival options) harden it.
 
     One answer must commit to one value: a numeric answer is the single number of its answer slot (or its
-    only number once dates and times of the goal are set aside), ``contains`` fails on a list of options, a negation or a rival
-    named beside the expected phrase, and an over-long answer fails every match.
+    only number once dates and times of the goal are set aside), ``contains`` fails on a list of options, a negation
+    or a rival named beside the expected phrase, and an over-long answer fails every match.
     """
     if len(answer) > MAX_ANSWER_CHARS:
         return False, f"answer has {len(answer)} characters; the limit is {MAX_ANSWER_CHARS}"

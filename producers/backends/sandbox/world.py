@@ -8,7 +8,8 @@ as immutable: tools replace a record, they never edit it in place.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 

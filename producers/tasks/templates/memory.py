@@ -29,7 +29,7 @@ def _aliased(ctx: Ctx) -> tuple[dict, str, list[str]]:
     """A contact, the alias the user calls them by, and that fact among distractor facts."""
     people = _people(ctx, 3)
     aliases = ctx.rng.sample(ctx.part(ALIASES), 3)
-    facts = [f"{p['name']} is my {a}." for p, a in zip(people, aliases)]
+    facts = [f"{p['name']} is my {a}." for p, a in zip(people, aliases, strict=True)]
     return people[0], aliases[0], facts
 
 
@@ -160,7 +160,8 @@ def hotel_prefs(ctx: Ctx) -> Instance:
         yield Finish(answer=f"Booked {fit[0]['name']}.")
 
     return Instance(
-        goal=f"Book me {nights} night(s) in {city} from {check_in}, following my hotel preferences; take the cheapest hotel that fits them.",
+        goal=f"Book me {nights} night(s) in {city} from {check_in}, following my hotel preferences; take the cheapest "
+        "hotel that fits them.",
         criteria=[
             exists(
                 "booked",

@@ -128,7 +128,8 @@ def expense_receipts(ctx: Ctx) -> Instance:
         yield Finish(answer=f"Forwarded and archived {len(folder.result)} receipts.")
 
     return Instance(
-        goal=f"File my expenses: send every receipt in my receipts folder to {manager['name']} ({manager['email']}) and archive them afterwards.",
+        goal=f"File my expenses: send every receipt in my receipts folder to {manager['name']} ({manager['email']}) "
+        "and archive them afterwards.",
         criteria=[*criteria, only("/email/emails")],
         solve=solve,
     )
@@ -222,7 +223,8 @@ def trip_prep(ctx: Ctx) -> Instance:
         yield Finish(answer="yes" if wet.result else "no")
 
     return Instance(
-        goal=f"I'm flying to {city} on {day}. Book the cheapest nonstop flight that day, put it in my calendar, set an alarm 3 hours before departure, and tell me whether it will rain there that day (yes or no).",
+        goal=f"I'm flying to {city} on {day}. Book the cheapest nonstop flight that day, put it in my calendar, set "
+        "an alarm 3 hours before departure, and tell me whether it will rain there that day (yes or no).",
         criteria=[
             exists(
                 "booked",

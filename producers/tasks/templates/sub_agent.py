@@ -87,7 +87,8 @@ def best_restaurant_order(ctx: Ctx) -> Instance:
         yield Finish(answer=f"Ordered {dish['name']} from {top['name']}.")
 
     return Instance(
-        goal=f"Compare the open {cuisines[0]} and {cuisines[1]} restaurants, pick the best rated one (lowest id on ties), and order its cheapest available vegetarian dish.",
+        goal=f"Compare the open {cuisines[0]} and {cuisines[1]} restaurants, pick the best rated one (lowest id on "
+        "ties), and order its cheapest available vegetarian dish.",
         criteria=[
             exists(
                 "ordered",
@@ -121,7 +122,8 @@ def cheapest_hotel_two_cities(ctx: Ctx) -> Instance:
         yield Finish(answer=f"Booked {pick['name']}.")
 
     return Instance(
-        goal=f"I can stay in either {cities[0]} or {cities[1]}. Book the cheapest hotel rated 4.0 or higher across both cities for {nights} night(s) from {check_in}.",
+        goal=f"I can stay in either {cities[0]} or {cities[1]}. Book the cheapest hotel rated 4.0 or higher across "
+        f"both cities for {nights} night(s) from {check_in}.",
         criteria=[
             exists(
                 "booked",
@@ -159,7 +161,9 @@ def dry_destination(ctx: Ctx) -> Instance:
         yield Finish(answer=dest)
 
     return Instance(
-        goal=f"On {day} I'll fly to either {options[0]['city']} or {options[1]['city']}, whichever has the lower chance of rain that day. Book the cheapest flight there (any number of stops) and text {friend['name']} which city I picked.",
+        goal=f"On {day} I'll fly to either {options[0]['city']} or {options[1]['city']}, whichever has the lower "
+        "chance of rain that day. Book the cheapest flight there (any number of stops) and text "
+        f"{friend['name']} which city I picked.",
         criteria=[
             exists(
                 "booked",
@@ -182,8 +186,10 @@ def dry_destination(ctx: Ctx) -> Instance:
 def settle_requests(ctx: Ctx) -> Instance:
     requests = sorted(ctx.rows("wallet", "requests"), key=lambda r: r["id"])
     amounts = ctx.rng.sample(range(8, 90), len(requests))
-    fixtures = {f"/wallet/requests/{r['id']}": {**r, "amount": float(a)} for r, a in zip(requests, amounts)}
-    smallest = min(zip(requests, amounts), key=lambda ra: ra[1])[0]
+    fixtures = {
+        f"/wallet/requests/{r['id']}": {**r, "amount": float(a)} for r, a in zip(requests, amounts, strict=True)
+    }
+    smallest = min(zip(requests, amounts, strict=True), key=lambda ra: ra[1])[0]
 
     def solve() -> Solver:
         listed = yield call("wallet.list_requests")
@@ -299,7 +305,8 @@ def ride_or_transit(ctx: Ctx) -> Instance:
         )
     ]
     return Instance(
-        goal=f"I need to get from home to {place['name']}. If public transit takes 40 minutes or less, book nothing and answer 'transit'; otherwise book the cheapest ride product and answer 'ride'.",
+        goal=f"I need to get from home to {place['name']}. If public transit takes 40 minutes or less, book nothing "
+        "and answer 'transit'; otherwise book the cheapest ride product and answer 'ride'.",
         criteria=[
             *([] if take_transit else ride),
             answer(["transit" if take_transit else "ride"]),

@@ -62,7 +62,8 @@ def weather_high(ctx: Ctx) -> Instance:
 
 def email_to_calendar(ctx: Ctx) -> Instance:
     person = ctx.pick(ctx.rows("contacts", "contacts"))
-    topic = f"{ctx.pick(('budget', 'launch', 'garden', 'roadmap', 'hiring', 'offsite'))} {ctx.pick(('plan', 'review', 'sync', 'kickoff'))}"
+    subject = ctx.pick(("budget", "launch", "garden", "roadmap", "hiring", "offsite"))
+    topic = f"{subject} {ctx.pick(('plan', 'review', 'sync', 'kickoff'))}"
     day = ctx.pick(("2026-03-04", "2026-03-05", "2026-03-06", "2026-03-09", "2026-03-10"))
     email = {
         "id": "em_90",
@@ -91,7 +92,8 @@ def email_to_calendar(ctx: Ctx) -> Instance:
         yield Finish(answer="Added to your calendar.")
 
     return Instance(
-        goal=f"{person['name']} emailed me to propose a meeting about the {topic}. Put it in my calendar at the proposed time for one hour, titled '{topic.title()}', with them invited.",
+        goal=f"{person['name']} emailed me to propose a meeting about the {topic}. Put it in my calendar at the "
+        f"proposed time for one hour, titled '{topic.title()}', with them invited.",
         criteria=[
             exists(
                 "event_created",
@@ -268,7 +270,9 @@ TEMPLATES = (
 
 
 def reminder_due(ctx: Ctx) -> Instance:
-    title = f"{ctx.pick(('Renew', 'Cancel', 'Book', 'Return', 'Pay'))} the {ctx.pick(ctx.part(('passport', 'gym pass', 'library books', 'car service', 'insurance', 'dentist visit', 'parking permit', 'phone plan', 'rent')))}"
+    verb = ctx.pick(("Renew", "Cancel", "Book", "Return", "Pay"))
+    things = ("passport", "gym pass", "library books", "car service", "insurance", "dentist visit", "parking permit")
+    title = f"{verb} the {ctx.pick(ctx.part((*things, 'phone plan', 'rent')))}"
     due = ctx.pick(("2026-03-05", "2026-03-09", "2026-03-12", "2026-03-16"))
 
     def solve() -> Solver:

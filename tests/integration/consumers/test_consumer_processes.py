@@ -115,8 +115,10 @@ def test_two_worker_processes_share_the_partitions(ports, urls, tmp_path):
     publish_all(ports.bus, tasks)
     code = (
         "from infra.cli.consume import consume; "
-        f"consume('verifier', workers=2, list_=False, state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
-        f"idle_exit={25.0 if urls['bus'].startswith('kafka') else 8.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, registry={urls['registry']!r})"
+        "consume('verifier', workers=2, list_=False, "
+        f"state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
+        f"idle_exit={25.0 if urls['bus'].startswith('kafka') else 8.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, "
+        f"registry={urls['registry']!r})"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -168,8 +170,10 @@ def test_two_curator_replicas_admit_one_copy_of_each_duplicate_pair(ports, urls,
     publish_all(ports.bus, tasks)
     code = (
         "from infra.cli.consume import consume; "
-        f"consume('curator', workers=2, list_=False, state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
-        f"idle_exit={40.0 if kafka else 10.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, registry={urls['registry']!r})"
+        "consume('curator', workers=2, list_=False, "
+        f"state_dir=__import__('pathlib').Path({str(tmp_path / 'state')!r}), "
+        f"idle_exit={40.0 if kafka else 10.0}, bus={urls['bus']!r}, blobs={urls['blobs']!r}, "
+        f"registry={urls['registry']!r})"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

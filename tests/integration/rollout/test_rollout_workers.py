@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def _tasks(n: int) -> list[TaskSpecified]:
     by_category: dict[str, list[TaskSpecified]] = defaultdict(list)
     for task in suite:
         by_category[task.category].append(task)
-    mixed = [t for group in zip(*by_category.values()) for t in group]  # every category, interleaved
+    mixed = [t for group in zip(*by_category.values(), strict=False) for t in group]  # every category, interleaved
     return mixed[:n]
 
 
@@ -94,9 +95,9 @@ def _assert_complete(events: list[Event]) -> None:
     """One start first, one end last, steps in order, each event caused by the one before it."""
     assert isinstance(events[0], EpisodeStarted) and isinstance(events[-1], EpisodeEnded)
     assert sum(isinstance(e, (EpisodeStarted, EpisodeEnded)) for e in events) == 2
-    steps = [getattr(e, "step") for e in events[1:-1]]
+    steps = [e.step for e in events[1:-1]]
     assert steps == sorted(steps)
-    assert all(b.causation_id == a.event_id for a, b in zip(events, events[1:]))
+    assert all(b.causation_id == a.event_id for a, b in pairwise(events))
 
 
 def test_two_workers_split_n_requests_into_n_complete_ordered_episodes(urls, tmp_path) -> None:

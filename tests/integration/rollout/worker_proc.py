@@ -1,4 +1,5 @@
-"""A rollout worker process for the tests: the real RolloutWorker, with a per-step delay so a test can kill it mid-episode."""
+"""A rollout worker process for the tests: the real RolloutWorker, with a per-step delay so a test can kill it
+mid-episode."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from producers.backends.sandbox import SandboxBackend
 from producers.pool import EnvironmentPool
 from producers.rollout import RolloutWorker
 from producers.rollout.versions import VersionResolver
-
 
 STALE_AFTER_S = 3.0
 """An open attempt silent this long is a dead worker's (each step of the slow policy writes well within it)."""

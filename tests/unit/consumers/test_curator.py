@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS, P, episode, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, StateChange, ToolCall
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events import ReviewDecided
-from consumer_factory import IDS, P, episode, obs, task_with, verdict
 from consumers.curator.handler import apply_review, curate
 
 pytestmark = pytest.mark.unit

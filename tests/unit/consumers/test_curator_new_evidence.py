@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from consumer_factory import P, episode, obs, suite, verdict
 
 from bus_schemas.actions import Finish, StateChange, ToolCall
 from bus_schemas.blob_ref import BlobRef
-from consumer_factory import P, episode, obs, suite, verdict
 from consumers.curator.bundle import MEDIA_TYPE, bundle_bytes
 from consumers.curator.handler import curate
 

@@ -4,11 +4,11 @@ human when nothing outside the task's scope changed; otherwise (or when the task
 from __future__ import annotations
 
 import pytest
+from consumer_factory import P, episode, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, StateChange, ToolCall
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events import NoCollateralCriterion
-from consumer_factory import P, episode, obs, task_with, verdict
 from consumers.curator.handler import curate
 
 pytestmark = pytest.mark.unit

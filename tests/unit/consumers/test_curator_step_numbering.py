@@ -4,11 +4,11 @@ episodes whose steps repeat, jump past the step count, or disagree with EpisodeE
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS, suite
 
 from bus_schemas.actions import Finish, ToolCall, ToolError
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events import ActionRejected, ActionTaken, EpisodeEnded, EpisodeStarted, ObservationReturned
-from consumer_factory import IDS, suite
 from consumers.common.episode import rebuild_episode
 from consumers.curator.checks import malformed
 

@@ -1,11 +1,12 @@
-"""The dev evaluator: a finished dev-evaluation group becomes one DevSetEvaluated; the better version goes to production."""
+"""The dev evaluator: a finished dev-evaluation group becomes one DevSetEvaluated; the better version goes to
+production."""
 
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS, P, suite, verdict
 
 from bus_schemas.events import EpisodeEnded, overall_score
-from consumer_factory import IDS, P, suite, verdict
 from consumers.dev_evaluator.handler import baseline, group_id, is_better, kind_of, model_ref
 from consumers.dev_evaluator.spec import DevEvaluator
 from consumers.round_controller.handler import evaluate, start_round

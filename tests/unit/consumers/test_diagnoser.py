@@ -4,12 +4,12 @@ and the rebuilt episode holds every step event (rejected outputs, contexts witho
 from __future__ import annotations
 
 import pytest
+from consumer_factory import P, episode, episode_events, ids_of, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, StateChange, SubagentSpawn, ToolCall
 from consumers.common.episode import rebuild_episode
 from consumers.diagnoser.handler import diagnose
 from consumers.diagnoser.rules import RULES, findings
-from consumer_factory import P, episode, episode_events, ids_of, obs, task_with, verdict
 
 pytestmark = pytest.mark.unit
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import P, episode, ids_of, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, ToolCall
-from consumer_factory import P, episode, ids_of, obs, task_with, verdict
 from consumers.diagnoser.assist import ModelAssist, load_assist, parse_label
 from consumers.diagnoser.handler import diagnose
 from consumers.diagnoser.rules import findings

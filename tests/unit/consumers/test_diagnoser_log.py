@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import episode_events, ids_of, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, SubagentSpawn, ToolCall
 from bus_schemas.events import FailureDiagnosed
 from bus_schemas.topics import TOPIC_DIAGNOSES
-from consumer_factory import episode_events, ids_of, obs, task_with, verdict
 from consumers.diagnoser.spec import Diagnoser
 from infra.blobs.filesystem import FileBlobStore
 from infra.bootstrap import Ports, open_bus

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from consumer_factory import P
 
 from bus_schemas import decode, encode
 from bus_schemas.events import (
@@ -23,7 +24,6 @@ from bus_schemas.events import (
     StateCriterion,
     TaskSpecified,
 )
-from consumer_factory import P
 from consumers.common.episode import EpisodeRecord, Rejection, rebuild_episode
 from consumers.diagnoser.assist import ModelAssist
 from consumers.diagnoser.handler import diagnose
@@ -63,7 +63,8 @@ def test_the_fixture_is_small_and_holds_failed_episodes_of_a_trained_model() -> 
 
 
 def test_the_label_mix_on_the_fixture() -> None:
-    """Diagnoser 0.1.0 said: premature_termination 21, environment_error 10, hallucinated_completion 4, argument_grounding 3."""
+    """Diagnoser 0.1.0 said: premature_termination 21, environment_error 10, hallucinated_completion 4,
+    argument_grounding 3."""
     assert Counter(_label(c) for c in recorded()) == {
         "premature_termination": 17,
         "invalid_output": 10,

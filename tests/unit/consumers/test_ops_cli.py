@@ -1,14 +1,15 @@
-"""The ops commands on an embedded log: consume --list, status (lag, dead letters, pending reviews), review decisions."""
+"""The ops commands on an embedded log: consume --list, status (lag, dead letters,
+pending reviews), review decisions."""
 
 from __future__ import annotations
 
 import pytest
 import typer
+from consumer_factory import IDS
 from typer.testing import CliRunner
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events import DeadLettered, ReviewDecided, ReviewRequested
-from consumer_factory import IDS
 from infra.bootstrap import open_bus
 from infra.cli import consume, review, status
 from infra.events import ensure_topics, from_record, publish_all

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS
 
 from bus_schemas.events import ReviewRequested
-from consumer_factory import IDS
 from consumers.review.queue import curation_log, decide, pending
 from infra.bootstrap import open_bus
 from infra.events import ensure_topics, publish_all

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS, P, suite, verdict
 
 from bus_schemas.events import CategoryScore, DevSetEvaluated, FailureDiagnosed, RoundStarted, overall_score
-from consumer_factory import IDS, P, suite, verdict
 from consumers.reweighter.handler import PlanConfig, plan, preserved
 
 pytestmark = pytest.mark.unit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS, P, suite, verdict
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events import (
@@ -20,7 +21,6 @@ from bus_schemas.events import (
     TrajectoryRejected,
     overall_score,
 )
-from consumer_factory import IDS, P, suite, verdict
 from consumers.round_controller.handler import RoundConfig, start_round
 from consumers.round_controller.spec import RoundController
 from infra.bootstrap import Ports, open_blob_store, open_bus
@@ -38,7 +38,8 @@ def ports(tmp_path):
     bus.close()
 
 
-def _setup(ports, planned=4, cfg=RoundConfig(min_admitted_for_training=3)):
+def _setup(ports, planned=4, cfg=None):
+    cfg = cfg or RoundConfig(min_admitted_for_training=3)
     tasks = list(suite())
     started = start_round("run-test", 0, "p0", "h0", planned, P)
     publish_all(ports.bus, [*tasks, started])

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from consumer_factory import IDS, P, suite
 
 from bus_schemas.events import TaskGenerationRequested
-from consumer_factory import IDS, P, suite
 from consumers.task_constructor.handler import construct, fingerprint, valid
 from producers.backends.sandbox.backend import SandboxBackend
 
@@ -68,5 +68,6 @@ def test_cross_app_recombinations_need_both_goals_and_pass_the_checks():
         assert {c.id.split(".")[0] for c in task.criteria if c.kind != "no_collateral"} == {"a", "b"}
         assert valid(task, backend) and task.split == "train" and task.source.kind == "generated"
         half = task.model_copy(update={"source": task.source.model_copy(update={"template_id": first.id})})
-        only_first = run_episode(backend, task, lambda _t, plan=reference_solver(half): plan)
+        plan = reference_solver(half)
+        only_first = run_episode(backend, task, lambda _t, plan=plan: plan)
         assert not verify(task, only_first.evidence, only_first.answer).outcome  # the second goal is checked too

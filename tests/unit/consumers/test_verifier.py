@@ -1,11 +1,12 @@
-"""The verifier rebuilds each episode from the embedded log and its evidence blob, and judges it by the task's criteria."""
+"""The verifier rebuilds each episode from the embedded log and its evidence blob, and
+judges it by the task's criteria."""
 
 from __future__ import annotations
 
 import pytest
+from consumer_factory import P, suite
 
 from bus_schemas.events import EpisodeEnded
-from consumer_factory import P, suite
 from consumers.common.recording import record_episode
 from consumers.common.sources import MissingInput
 from consumers.verifier.handler import judge

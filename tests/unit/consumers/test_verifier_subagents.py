@@ -4,10 +4,10 @@ is never curated, diagnosed or counted as a rollout), and judges the parent from
 from __future__ import annotations
 
 import pytest
+from consumer_factory import episode_events, obs, task_with
 
 from bus_schemas.actions import Finish, SubagentSpawn, ToolCall
 from bus_schemas.events import EpisodeEnded
-from consumer_factory import episode_events, obs, task_with
 from consumers.verifier.spec import Verifier
 from infra.blobs.filesystem import FileBlobStore
 from infra.bootstrap import Ports, open_bus

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from harness_fakes import NOTE_TOOLS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness_fakes import NOTE_TOOLS
 from harness_service.context.builder import ContextBuilder, ContextInputs
 from harness_service.context.history import HistoryTurn
 from harness_service.context.messages import ChatMessage, decode_context, encode_context, render_messages

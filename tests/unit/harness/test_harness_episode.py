@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
 
 from bus_schemas.actions import (
     Finish,
@@ -23,8 +24,6 @@ from bus_schemas.events.episodes import (
     ObservationReturned,
 )
 from bus_schemas.events.tasks import Budgets, MemoryFact
-from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
-from producers.backends.evidence import decode_evidence
 from harness_service.config import HarnessBudgets, HarnessConfig
 from harness_service.context.messages import ChatMessage, decode_context
 from harness_service.memory.store import MemoryStore
@@ -34,6 +33,7 @@ from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import EpisodeOutcome, Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
 from harness_service.skills.skill import Skill
+from producers.backends.evidence import decode_evidence
 
 pytestmark = pytest.mark.unit
 

@@ -11,11 +11,11 @@ import orjson
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from harness_fakes import NOTE_TOOLS, EventList, MemoryBlobs, NotesBackend, make_task
 
 from bus_schemas.actions import Finish, ToolCall
 from bus_schemas.envelope import Producer
 from bus_schemas.events.harness import HarnessVersionPublished
-from harness_fakes import NOTE_TOOLS, EventList, MemoryBlobs, NotesBackend, make_task
 from harness_service.actions.format import render_action
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import ChatMessage

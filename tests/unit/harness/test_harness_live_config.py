@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from harness_fakes import MemoryBlobs
 
 from bus_schemas.envelope import Producer
 from bus_schemas.events.harness import HarnessVersionPublished
-from harness_fakes import MemoryBlobs
 from harness_service.config import HarnessConfig
 from harness_service.live_config import LiveConfig
 

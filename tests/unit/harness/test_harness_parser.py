@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness_fakes import NOTE_TOOLS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from bus_schemas.actions import (
     ToolCall,
     ToolError,
 )
-from harness_fakes import NOTE_TOOLS
 from harness_service.actions.format import render_action
 from harness_service.actions.parser import ActionParser
 

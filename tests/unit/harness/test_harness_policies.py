@@ -13,9 +13,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
 
 from bus_schemas.actions import Finish, ToolCall
-from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
 from harness_service.actions.format import render_action
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import ChatMessage

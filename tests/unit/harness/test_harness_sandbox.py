@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from harness_fakes import EventList, MemoryBlobs
 
 from bus_schemas.codec import decode, encode
 from bus_schemas.events.episodes import ContextBuilt, EpisodeStarted, ObservationReturned
 from bus_schemas.events.tasks import TaskSpecified
-from harness_fakes import EventList, MemoryBlobs
 from harness_service.config import HarnessConfig
 from harness_service.memory.store import MemoryStore
 from harness_service.policy.scripted import ScriptedPolicy, Solver, delegated

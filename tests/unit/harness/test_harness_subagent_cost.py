@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
 
 from bus_schemas.actions import Finish, SubagentSpawn, ToolCall
 from bus_schemas.events.episodes import ActionTaken, EpisodeEnded, EpisodeStarted
-from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
 from harness_service.config import HarnessConfig
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode

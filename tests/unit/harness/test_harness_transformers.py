@@ -9,8 +9,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="the transformers policy needs the 'ml' extra")
 transformers = pytest.importorskip("transformers", reason="the transformers policy needs the 'ml' extra")
 
-from bus_schemas.events.tasks import TaskSpecified  # noqa: E402
 from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task  # noqa: E402
+
+from bus_schemas.events.tasks import TaskSpecified  # noqa: E402
 from harness_service.actions.format import ACTION_FORMAT_DOC  # noqa: E402
 from harness_service.config import HarnessBudgets, HarnessConfig  # noqa: E402
 from harness_service.context.sections import render_tool  # noqa: E402

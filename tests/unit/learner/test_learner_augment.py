@@ -15,7 +15,10 @@ PROMPT = (
     "<|im_start|>user\n# Task\nSet an alarm for 19:50 labelled 'Pick up kids'.\n<|im_end|>\n"
     '<|im_start|>user\nObservation: {"id":"c_4","name":"Dev Moreau"}<|im_end|>\n'
 )
-COMPLETION = '<action>{"args":{"label":"Pick up kids","time":"19:50","id":"c_4","n":3},"kind":"tool_call","name":"clock.set_alarm"}</action>'
+COMPLETION = (
+    '<action>{"args":{"label":"Pick up kids","time":"19:50","id":"c_4","n":3},'
+    '"kind":"tool_call","name":"clock.set_alarm"}</action>'
+)
 
 
 def _example(prompt=PROMPT, completion=COMPLETION):

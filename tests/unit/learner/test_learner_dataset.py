@@ -86,8 +86,8 @@ def test_loss_covers_only_the_models_output_and_its_end_token() -> None:
     tokenizer = train_tokenizer([prompt + completion], vocab_size=400)
     window = PromptWindow(max_prompt_tokens=64)
     row = tokenize_example(tokenizer, window, prompt, completion)
-    supervised = [t for t, m in zip(row["input_ids"], row["completion_mask"]) if m]
-    context = [t for t, m in zip(row["input_ids"], row["completion_mask"]) if not m]
+    supervised = [t for t, m in zip(row["input_ids"], row["completion_mask"], strict=True) if m]
+    context = [t for t, m in zip(row["input_ids"], row["completion_mask"], strict=True) if not m]
     assert tokenizer.decode(supervised) == completion + "<|im_end|>"
     assert len(context) == 64 and tokenizer.decode(context).endswith("<|im_start|>assistant\n")
 

@@ -94,7 +94,7 @@ def test_an_instruction_revision_changes_the_conditioning_ids(tokenizer, tasks) 
     revised = apply(base, AddInstruction(text="Search before you update."))
     assert revised.digest() != base.digest()
     before, after = conditioned(tokenizer, tasks["tool_use"], base), conditioned(tokenizer, tasks["tool_use"], revised)
-    assert all(b != a for b, a in zip(before, after))  # every step sees the revision
+    assert all(b != a for b, a in zip(before, after, strict=True))  # every step sees the revision
 
 
 def test_a_skill_note_and_a_skill_body_edit_change_the_conditioning_ids(tokenizer, tasks) -> None:

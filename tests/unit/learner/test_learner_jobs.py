@@ -18,8 +18,8 @@ from learner.config import LearnerConfig
 from learner.dataset.episodes import LEARNER_TOPICS
 from learner.jobs import run_eval, run_rl, run_sft, seed_reference_episodes
 from learner.model import PlannerPolicy
-from learner.rl.services import LocalServices
 from learner.registry import CANDIDATE, PRODUCTION, ProductionPolicy
+from learner.rl.services import LocalServices
 from learner.sft import SftSettings
 
 pytestmark = pytest.mark.unit

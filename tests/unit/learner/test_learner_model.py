@@ -17,8 +17,8 @@ from learner.model import (
     build_tiny_model,
     load_checkpoint,
     save_checkpoint,
+    train_tokenizer,
 )
-from learner.model import train_tokenizer
 
 pytestmark = pytest.mark.unit
 CORPUS = ['Set an alarm for 17:35. <action>{"kind": "tool_call", "name": "clock.set_alarm"}</action>'] * 30
@@ -81,4 +81,4 @@ def test_sampled_turns_record_the_exact_ids_that_rl_then_trains_on() -> None:
         assert tokenizer.decode([t for t in ids if t != end], skip_special_tokens=True) == out.text
         assert len(ids) - (ids[-1] == end) == out.output_tokens <= 12
         row = tokenize_example(tokenizer, window, rendered, out.text, ids)
-        assert [t for t, m in zip(row["input_ids"], row["completion_mask"]) if m] == ids
+        assert [t for t, m in zip(row["input_ids"], row["completion_mask"], strict=True) if m] == ids

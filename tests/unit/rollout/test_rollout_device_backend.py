@@ -7,14 +7,14 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from adb_recorder import RecordingAdbServer
 from stack_support import free_port
 
 from bus_schemas.actions import ToolCall
 from bus_schemas.blob_ref import BlobRef
+from infra.blobs.filesystem import FileBlobStore
 from producers.backends.device import DeviceBackend, NoDevice, connect_device
 from producers.backends.device.operations import InvalidOperation, am_start, input_text
-from infra.blobs.filesystem import FileBlobStore
-from adb_recorder import RecordingAdbServer
 
 pytestmark = pytest.mark.unit
 SERIAL = "emulator-5554"

@@ -1,4 +1,5 @@
-"""The task suite: size and coverage, no split leakage, and every task sound (solvable, not trivially passed, collateral-aware)."""
+"""The task suite: size and coverage, no split leakage, and every task sound (solvable, not trivially passed,
+collateral-aware)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from sandbox_cases import ERRORS, SETUP
+from sandbox_support import DENIED, GRANTED, replay
 
 from producers.backends.sandbox.backend import SandboxBackend
 from producers.backends.sandbox.catalog import APP_NAMES, TOOLS
 from producers.backends.sandbox.registry import Tool
-from sandbox_cases import ERRORS, SETUP
-from sandbox_support import DENIED, GRANTED, replay
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import pytest
 
@@ -40,7 +40,7 @@ def _options() -> dict[str, set[str]]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reference(task_id: str) -> tuple[str, dict]:
     task = next(t for t in ANSWER_TASKS if t.task_id == task_id)
     episode = run_episode(SandboxBackend(), task, reference_solver)

@@ -6,15 +6,15 @@ import copy
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
+from sandbox_support import GRANTED, replay
 
 from bus_schemas.actions import ToolCall
 from producers.backends.sandbox.backend import SandboxBackend
 from producers.backends.sandbox.catalog import RECORDS, TOOLS, base_world
 from producers.backends.sandbox.world import World, diff, state_hash
-from sandbox_support import GRANTED, replay
 
 pytestmark = pytest.mark.unit
 

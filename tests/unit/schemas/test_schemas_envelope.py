@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from pydantic import ValidationError
@@ -34,7 +34,7 @@ def test_new_event_ids_are_uuid7_and_sort_by_creation_time() -> None:
 
 
 def test_envelope_defaults_fill_id_and_utc_time() -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     event = TaskRetired(producer=PRODUCER, run_id="r", task_id="t", reason="dup")
     assert event.event_type == "TaskRetired" and event.schema_version == 1
     assert event.occurred_at.utcoffset() == timedelta(0) and event.occurred_at >= before

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from producers.backends.sandbox.apps.calendar.model import Event
 from producers.backends.sandbox.apps.common import contact
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("calendar")
@@ -33,7 +33,7 @@ class Slot(Args):
     end: datetime
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Slot":
+    def _ordered(self) -> Slot:
         if self.end <= self.start:
             raise ValueError("end must be after start")
         return self

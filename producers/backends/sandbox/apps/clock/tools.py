@@ -6,7 +6,7 @@ from pydantic import Field, field_validator
 
 from producers.backends.sandbox.apps.clock.model import DAYS, Alarm, Timer, WorldClock
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.seeding import NOW
 from producers.backends.sandbox.world import World
 

@@ -25,7 +25,7 @@ class Contact(TypedDict):
 
 def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     people: dict[str, Any] = {}
-    names = [(f, l) for f in s.pool.first for l in s.pool.last]
+    names = [(first, last) for first in s.pool.first for last in s.pool.last]
     for i, (first, last) in enumerate(s.sample(names, 24), start=1):
         people[f"c_{i}"] = Contact(
             id=f"c_{i}",

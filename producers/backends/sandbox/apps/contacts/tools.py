@@ -9,7 +9,7 @@ from pydantic import Field
 from producers.backends.sandbox.apps.common import contact
 from producers.backends.sandbox.apps.contacts.model import RELATIONS, Contact
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, NoArgs
 from producers.backends.sandbox.seeding import TODAY
 from producers.backends.sandbox.world import World
 

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from producers.backends.sandbox.apps.email.model import FOLDERS, Draft, Email
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs
 from producers.backends.sandbox.seeding import NOW
 from producers.backends.sandbox.world import World
 

@@ -7,7 +7,7 @@ from pydantic import Field
 from producers.backends.sandbox.apps import carts
 from producers.backends.sandbox.apps.food.model import DELIVERY_FEE, Dish, Restaurant
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("food")

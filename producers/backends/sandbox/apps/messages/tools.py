@@ -7,7 +7,7 @@ from pydantic import Field
 from producers.backends.sandbox.apps.common import contact, require_permission
 from producers.backends.sandbox.apps.messages.model import Message
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, NoArgs
 from producers.backends.sandbox.seeding import NOW
 from producers.backends.sandbox.world import World
 

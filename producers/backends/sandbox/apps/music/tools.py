@@ -6,7 +6,7 @@ from pydantic import Field
 
 from producers.backends.sandbox.apps.music.model import Player, Playlist, Track
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("music")

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from producers.backends.sandbox.apps.notes.model import FOLDERS, Note
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, NoArgs
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("notes")

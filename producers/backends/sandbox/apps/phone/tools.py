@@ -7,7 +7,7 @@ from pydantic import Field, model_validator
 from producers.backends.sandbox.apps.common import contact, require_permission
 from producers.backends.sandbox.apps.phone.model import Call, Voicemail
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.seeding import NOW
 from producers.backends.sandbox.world import World
 
@@ -25,7 +25,7 @@ class Dial(Args):
     number: str = Field("", pattern=r"^(\+?[0-9 \-]{5,20})?$")
 
     @model_validator(mode="after")
-    def _one_target(self) -> "Dial":
+    def _one_target(self) -> Dial:
         if bool(self.contact_id) == bool(self.number):
             raise ValueError("give exactly one of contact_id or number")
         return self

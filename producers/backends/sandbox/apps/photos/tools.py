@@ -9,7 +9,7 @@ from producers.backends.sandbox.apps.messages.model import Message
 from producers.backends.sandbox.apps.messages.tools import send_text
 from producers.backends.sandbox.apps.photos.model import FILE_FOLDERS, Album, File, Photo
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, NoArgs
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("photos")

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from producers.backends.sandbox.apps.reminders.model import Reminder
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, NoArgs
 from producers.backends.sandbox.seeding import TODAY
 from producers.backends.sandbox.world import World
 

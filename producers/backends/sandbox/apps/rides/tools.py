@@ -12,7 +12,7 @@ from producers.backends.sandbox.apps.maps.model import distance_km
 from producers.backends.sandbox.apps.maps.tools import place
 from producers.backends.sandbox.apps.rides.model import PRODUCTS, Ride, fare
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.seeding import TODAY
 from producers.backends.sandbox.world import World
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from producers.backends.sandbox.apps.common import require_setting
 from producers.backends.sandbox.apps.settings.model import PERMISSIONS, Device, Network
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.world import World
 
 TOOLS = AppTools("settings")
@@ -79,7 +79,8 @@ _setting("ring_volume", "Ringer volume 0-100.", Level, {"level": 20})
 
 @TOOLS.tool()
 def get_all(world: World, a: NoArgs) -> dict[str, Any]:
-    """Every toggle and level (wifi, bluetooth, airplane_mode, do_not_disturb, dark_mode, brightness, ring_volume, location)."""
+    """Every toggle and level (wifi, bluetooth, airplane_mode, do_not_disturb, dark_mode, brightness, ring_volume,
+    location)."""
     return dict(world.table("settings", "values"))
 
 

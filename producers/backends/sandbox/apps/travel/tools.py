@@ -8,7 +8,7 @@ from pydantic import Field
 
 from producers.backends.sandbox.apps.travel.model import Booking, Flight, Hotel
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs
 from producers.backends.sandbox.seeding import TODAY, parse_day
 from producers.backends.sandbox.world import World
 
@@ -54,7 +54,7 @@ def _book(world: World, kind: str, ref: str, check_in: str, nights: int, total: 
         Booking(
             id=bid, kind=kind, ref=ref, check_in=check_in, nights=nights, total=round(total, 2), status="confirmed"
         ),
-    )  # type: ignore[typeddict-item]
+    )
 
 
 def _booking(world: World, booking_id: str) -> Booking:

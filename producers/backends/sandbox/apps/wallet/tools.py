@@ -7,7 +7,7 @@ from pydantic import Field
 from producers.backends.sandbox.apps.common import contact
 from producers.backends.sandbox.apps.wallet.model import Account, Card, MoneyRequest, Payment, Transaction
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, IdArgs, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, IdArgs, NoArgs
 from producers.backends.sandbox.seeding import TODAY
 from producers.backends.sandbox.world import World
 

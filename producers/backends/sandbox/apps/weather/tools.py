@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from producers.backends.sandbox.apps.weather.model import Forecast
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.registry import Args, AppTools, NoArgs
+from producers.backends.sandbox.registry import AppTools, Args, NoArgs
 from producers.backends.sandbox.seeding import TODAY
 from producers.backends.sandbox.world import World
 

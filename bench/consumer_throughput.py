@@ -7,17 +7,10 @@ on Kafka also (3) each as the FastStream app that ``flywheel consume`` runs ther
 Times run from the first record received to the last one committed (group joins are not counted).
 The reweighter is timed per plan over every verdict, the task constructor per validated task.
 
-    .venv/bin/python bench/consumers.py [--events 100000] [--bus kafka://127.0.0.1:19092?namespace=bench-1]
+    .venv/bin/python bench/consumer_throughput.py [--events 100000] [--bus kafka://127.0.0.1:19092?namespace=bench-1]
 """
-# ruff: noqa: E402  (the sys.path fix below must run before the imports)
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# Run as a script, this file's folder comes first on sys.path and its name would shadow the ``consumers`` package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
 import tempfile
@@ -25,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
