@@ -14,12 +14,14 @@ export HF_HUB_OFFLINE := 1
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast install lock stack-up stack-down bench clean help adb
+.PHONY: run test test-fast lint fmt install lock stack-up stack-down bench clean help adb
 
 help:
 	@echo "make run    - install into .venv and run the main job on the embedded default (no servers)"
 	@echo "make test   - install, start the real local stack (Kafka, SeaweedFS, MLflow), run every test, stop the stack"
 	@echo "make test-fast - the unit tests only: no servers, a few minutes"
+	@echo "make lint   - ruff (lint + format check) and mypy, as CI runs them"
+	@echo "make fmt    - ruff format and the safe ruff fixes, in place"
 	@echo "make bench  - run the benchmarks (needs the stack for the Kafka rows: make stack-up)"
 	@echo "make lock   - re-resolve requirements/*.lock from pyproject.toml"
 
@@ -72,6 +74,16 @@ test: install adb
 
 test-fast: install
 	$(BIN)/pytest -m unit -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The same checks as .pre-commit-config.yaml and CI; configured in pyproject.toml.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+fmt: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 bench: install
 	$(BIN)/python bench/bus_throughput.py

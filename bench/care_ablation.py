@@ -21,6 +21,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from producers.backends.sandbox.pools import Split
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from rich.console import Console
@@ -50,7 +52,7 @@ TEMPLATES = {"tu.set_alarm"}
 DETOUR = ToolCall(name="clock.now", args={})
 
 
-def tasks(split: str, seeds: range) -> list[TaskSpecified]:
+def tasks(split: Split, seeds: range) -> list[TaskSpecified]:
     return template_tasks("care", seeds, split, lambda t: t.id in TEMPLATES)
 
 

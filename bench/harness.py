@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import Event
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.context.builder import BuiltContext, ContextBuilder, ContextInputs
@@ -75,7 +76,7 @@ def run_through_harness(
     make_policy: Callable[[TaskSpecified], Policy], tasks: Sequence[TaskSpecified]
 ) -> tuple[list[EpisodeOutcome], float]:
     """Run every task through the harness on one sandbox backend; returns the outcomes and seconds taken."""
-    backend, skills, events = SandboxBackend(), SkillLibrary.from_dir(SKILLS_DIR), []
+    backend, skills, events = SandboxBackend(), SkillLibrary.from_dir(SKILLS_DIR), list[Event]()
     outcomes = []
     started = time.perf_counter()
     for task in tasks:

@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bus_schemas.envelope import Producer
+from bus_schemas.events import Budgets
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.topics import TOPIC_ROLLOUTS
@@ -146,7 +147,7 @@ def _requests(tasks: list[TaskSpecified], tag: str) -> list[RolloutRequested]:
             harness_version="default",
             backend="sandbox",
             seed=0,
-            budgets=t.budgets,
+            budgets=t.budgets or Budgets(),
             episode_id=f"{tag}-{i}",
         )
         for i, t in enumerate(tasks)
@@ -157,7 +158,7 @@ def _groups(stages: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     """(stage, group, topics) in pipeline order."""
     from consumers.registry import build
 
-    out = [("rollout-worker", ROLLOUT_GROUP, (TOPIC_ROLLOUTS,))]
+    out: list[tuple[str, str, tuple[str, ...]]] = [("rollout-worker", ROLLOUT_GROUP, (TOPIC_ROLLOUTS,))]
     for name in stages:
         spec = build(name)
         out.append((name, spec.group, tuple(spec.topics)))
@@ -226,7 +227,7 @@ def run_phase(
         return phase
     finally:
         for proc in procs:
-            if proc.is_alive():
+            if proc.is_alive() and proc.pid is not None:
                 os.kill(proc.pid, signal.SIGTERM)
         for proc in procs:
             proc.join(60)

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bus_schemas.envelope import Producer
+from bus_schemas.events import Budgets
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
@@ -69,7 +70,7 @@ def bench_bus(bus_url: str, tasks: list[TaskSpecified], blobs: FileBlobStore, st
             harness_version="default",
             backend="sandbox",
             seed=0,
-            budgets=t.budgets,
+            budgets=t.budgets or Budgets(),
         )
         for t in tasks
     ]

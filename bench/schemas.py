@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import orjson
@@ -51,9 +52,9 @@ def main() -> None:
     totals = {"decode": 0.0, "encode": 0.0, "orjson": 0.0}
     for label, data in rows:
         event = decode(data)
-        decode_rate = rate(lambda data=data: decode(data), seconds=per_measurement, n=args.n)
-        encode_rate = rate(lambda event=event: encode(event), seconds=per_measurement, n=args.n)
-        orjson_rate = rate(lambda data=data: orjson.loads(data), seconds=per_measurement, n=args.n)
+        decode_rate = rate(partial(decode, data), seconds=per_measurement, n=args.n)
+        encode_rate = rate(partial(encode, event), seconds=per_measurement, n=args.n)
+        orjson_rate = rate(partial(orjson.loads, data), seconds=per_measurement, n=args.n)
         for key, value in (("decode", decode_rate), ("encode", encode_rate), ("orjson", orjson_rate)):
             totals[key] += 1 / value  # harmonic mean: the rate of a stream with one of each type
         print(

@@ -38,8 +38,8 @@ CURRENT_VERSIONS: dict[str, int] = {
 }
 
 _ANY_CURRENT_EVENT: TypeAdapter[Event] = TypeAdapter(
-    # Union over a runtime tuple: the | operator has no spelling for it.
-    Annotated[Union[tuple(ALL_EVENTS)], Field(discriminator="event_type")]  # noqa: UP007
+    # A union over a runtime tuple: neither the | operator nor a type checker has a spelling for it.
+    Annotated[Union[tuple(ALL_EVENTS)], Field(discriminator="event_type")]  # type: ignore[arg-type]  # noqa: UP007
 )
 _ENCODE_OPTIONS = orjson.OPT_SORT_KEYS
 _max_inline_bytes = DEFAULT_MAX_INLINE_BYTES

@@ -202,11 +202,15 @@ def _apply_skill(base: HarnessConfig, patch: AddSkill | EditSkill) -> HarnessCon
     return base.model_copy(update={"instructions": "\n".join(lines)})
 
 
+def _kind(patch: BaseModel) -> str:
+    return str(patch.model_dump().get("kind", type(patch).__name__))
+
+
 def _set(model: type[BaseModel], current: BaseModel, patch: BaseModel) -> BaseModel:
     changes = patch.model_dump(exclude_none=True, exclude={"kind"})
     if not changes:
-        raise InvalidPatch(f"{patch.kind} sets no field")
+        raise InvalidPatch(f"{_kind(patch)} sets no field")
     try:
         return model.model_validate({**current.model_dump(), **changes})
     except ValidationError as exc:
-        raise InvalidPatch(f"{patch.kind}: {exc.errors(include_url=False)}") from exc
+        raise InvalidPatch(f"{_kind(patch)}: {exc.errors(include_url=False)}") from exc

@@ -6,6 +6,7 @@ from bus_schemas.envelope import Event
 from bus_schemas.events.curation import (
     Provenance,
     ReviewDecided,
+    ReviewDecision,
     ReviewRequested,
     TrajectoryAdmitted,
     TrajectoryQuarantined,
@@ -131,6 +132,7 @@ __all__ = [
     "Outcome",
     "Provenance",
     "ReviewDecided",
+    "ReviewDecision",
     "ReviewRequested",
     "RewardScheduleSelected",
     "RolloutRequested",

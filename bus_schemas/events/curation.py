@@ -13,6 +13,9 @@ from bus_schemas.events.tasks import BackendKind, Capability, CapabilityTag, Tas
 Reasons = Annotated[list[Annotated[str, Field(min_length=1, max_length=1024)]], Field(min_length=1)]
 
 
+ReviewDecision = Literal["approve", "correct", "reject", "quarantine"]
+
+
 class Provenance(Record):
     """Where a trajectory came from, so a trained model can be traced back to tasks, backends and versions."""
 
@@ -77,7 +80,7 @@ class ReviewDecided(Event):
     schema_version: Literal[1] = 1
     task_id: Name
     episode_id: Name
-    decision: Literal["approve", "correct", "reject", "quarantine"]
+    decision: ReviewDecision
     reviewer: Name
     note: Text = ""
     corrected_trajectory: BlobRef | None = None

@@ -118,12 +118,9 @@ def ended_in(events: list[Event], ended_id: str) -> bool:
 def child_episode_id(observation: ObservationReturned) -> str | None:
     """The sub-agent episode a SubagentResult observation reports on, if it is one."""
     result = observation.result
-    if (
-        isinstance(result, dict)
-        and result.get("kind") == "subagent_result"
-        and isinstance(result.get("child_episode_id"), str)
-    ):
-        return result["child_episode_id"]
+    if isinstance(result, dict) and result.get("kind") == "subagent_result":
+        child = result.get("child_episode_id")
+        return child if isinstance(child, str) else None
     return None
 
 

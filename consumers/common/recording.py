@@ -8,6 +8,7 @@ from typing import Any
 from bus_schemas.actions import Action, Finish, MemoryRead, SkillLoad, ToolCall
 from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import ActionTaken, Budgets, EpisodeEnded, EpisodeStarted, ObservationReturned, TaskSpecified
+from bus_schemas.events.episodes import TrustLevel
 from infra.blobs.port import BlobStore
 from producers.backends.base import Observation
 from producers.backends.evidence import store_evidence
@@ -38,7 +39,7 @@ def record_episode(
     run_id: str = "run-test",
     round_: int = 0,
     backend: SandboxBackend | None = None,
-    trust: str = "exact",
+    trust: TrustLevel = "exact",
     max_steps: int = 40,
 ) -> list[Event]:
     """Drive ``script`` (``obs = yield action``) against the sandbox; the evidence blob is

@@ -84,7 +84,8 @@ class DevEvaluator:
         if group in self._fired:
             return []
         self.groups.catch_up()
-        members: list[RolloutRequested] = sorted(self.groups.get(group), key=lambda m: (m.task_id, m.episode_id))
+        requested = [m for m in self.groups.get(group) if isinstance(m, RolloutRequested)]
+        members = sorted(requested, key=lambda m: (m.task_id, m.episode_id))
         self.verdicts.catch_up()
         verdicts = {m.episode_id: v for m in members for v in self.verdicts.get(m.episode_id)[:1]}
         verdicts[event.episode_id] = verdicts.get(event.episode_id, event)

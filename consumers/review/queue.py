@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Event, Producer, correlate
-from bus_schemas.events import ReviewDecided, ReviewRequested
+from bus_schemas.events import ReviewDecided, ReviewDecision, ReviewRequested
 from bus_schemas.topics import TOPIC_CURATION
 from consumers.common.log_index import LogIndex
 from infra.bus.port import Bus
@@ -22,16 +22,18 @@ def curation_log(bus: Bus) -> dict[str, list[Event]]:
 
 def pending(by_episode: dict[str, list[Event]]) -> list[ReviewRequested]:
     """The latest request of each episode that no decision followed, oldest first."""
-    out = []
+    out: list[ReviewRequested] = []
     for events in by_episode.values():
         last_request = max((i for i, e in enumerate(events) if isinstance(e, ReviewRequested)), default=None)
         if last_request is not None and not any(isinstance(e, ReviewDecided) for e in events[last_request:]):
-            out.append(events[last_request])
+            request = events[last_request]
+            assert isinstance(request, ReviewRequested)
+            out.append(request)
     return sorted(out, key=lambda e: (e.occurred_at, e.event_id))
 
 
 def decide(
-    request: ReviewRequested, decision: str, reviewer: str, note: str = "", corrected: BlobRef | None = None
+    request: ReviewRequested, decision: ReviewDecision, reviewer: str, note: str = "", corrected: BlobRef | None = None
 ) -> ReviewDecided:
     return ReviewDecided(
         producer=PRODUCER,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from bus_schemas.envelope import Event, Producer, correlate
 from bus_schemas.events import (
     OVERALL_WEIGHTS,
+    CapabilityTag,
     DevSetEvaluated,
     EpisodeVerified,
     FailureDiagnosed,
@@ -28,7 +29,7 @@ from bus_schemas.events import (
 from consumers.reweighter.competence import competence_by_task
 
 VERSION = "0.1.0"
-LABEL_TO_TAG = {
+LABEL_TO_TAG: dict[str, CapabilityTag] = {
     "tool_routing": "tool_routing",
     "argument_grounding": "argument_grounding",
     "state_tracking": "state_tracking",
@@ -111,8 +112,9 @@ def plan(
             f"{len(repair)} in repair sets, from {len(verdicts)} verdicts before round {started.round}",
         )
     ]
+    per_category = dev.per_category if dev else {}
     for cat in sorted(set(categories) | set(OVERALL_WEIGHTS)) if dev else []:
-        score = dev.per_category.get(cat)
+        score = per_category.get(cat)
         pool = sum(1 for t in train if t.category == cat and t.task_id not in comp and t.task_id not in demonstrated)
         if score is not None and score.success_rate < cfg.low_dev_score and pool < cfg.min_pool:
             mastered = sorted(
@@ -129,8 +131,8 @@ def plan(
                     count=min(cfg.max_request, cfg.min_pool - pool),
                     seed_task_ids=mastered[:5],
                     rationale=f"dev success {score.success_rate:.2f} < {cfg.low_dev_score} with {pool} train tasks "
-                    "new to the "
-                    f"model" + (f"; harder variants of {len(mastered)} mastered tasks" if mastered else "; new worlds"),
+                    "new to the model"
+                    + (f"; harder variants of {len(mastered)} mastered tasks" if mastered else "; new worlds"),
                 )
             )
     return out

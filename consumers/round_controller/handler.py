@@ -10,6 +10,8 @@ carries the best model and harness versions of the run so far (by dev Overall).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import random
 import uuid
 from typing import Literal
@@ -247,7 +249,7 @@ def next_round(
     started: RoundStarted,
     cfg: RoundConfig,
     producer: Producer,
-    evaluations: list[DevSetEvaluated] = (),
+    evaluations: Sequence[DevSetEvaluated] = (),
 ) -> list[RoundStarted]:
     """The next RoundStarted with the run's best model and harness so far; none after ``max_rounds``."""
     if done.round + 1 >= cfg.max_rounds:

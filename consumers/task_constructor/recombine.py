@@ -8,7 +8,7 @@ and B's solvers. Only the second half may check a final answer (an episode has o
 
 from __future__ import annotations
 
-from bus_schemas.events import AnswerCriterion, NoCollateralCriterion, TaskSpecified
+from bus_schemas.events import AnswerCriterion, Budgets, CompletionCriterion, NoCollateralCriterion, TaskSpecified
 from producers.tasks.template import Template
 from producers.tasks.templates import TEMPLATES
 
@@ -33,7 +33,7 @@ def combine(a: TaskSpecified, b: TaskSpecified) -> TaskSpecified | None:
     if guarded[0] != guarded[1]:
         return None  # one half's side-effect check would forbid the other half's changes
     allowed: list[str] = []
-    criteria = []
+    criteria: list[CompletionCriterion] = []
     for prefix, task in (("a", a), ("b", b)):
         for c in task.criteria:
             if isinstance(c, NoCollateralCriterion):
@@ -69,8 +69,13 @@ def combine(a: TaskSpecified, b: TaskSpecified) -> TaskSpecified | None:
             "difficulty": min(3, max(a.difficulty, b.difficulty) + 1),
             "criteria": criteria,
             "source": source,
-            "budgets": a.budgets.model_copy(
-                update={"max_steps": min(10_000, a.budgets.max_steps + b.budgets.max_steps)}
-            ),
+            "budgets": _summed(a.budgets, b.budgets),
         }
     )
+
+
+def _summed(a: Budgets | None, b: Budgets | None) -> Budgets | None:
+    """Room for both halves: the first's budgets with the steps of both; None (the harness's own) if either has none."""
+    if a is None or b is None:
+        return None
+    return a.model_copy(update={"max_steps": min(10_000, a.max_steps + b.max_steps)})

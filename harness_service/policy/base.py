@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from harness_service.context.messages import ChatMessage
 from producers.backends.base import Observation
@@ -32,11 +32,11 @@ class SampledTokens:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> SampledTokens:
+    def from_json(cls, data: dict[str, Any]) -> SampledTokens:
         return cls(
             tuple(data["prompt_ids"]),
             tuple(data["completion_ids"]),
-            tuple(data["logprobs"]),  # type: ignore[arg-type]
+            tuple(data["logprobs"]),
             float(data["temperature"]),
         )
 

@@ -33,7 +33,8 @@ class TransformersPolicy:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device)
+        # transformers annotates .to() through a decorator that mypy reads as taking the model first
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device)  # type: ignore[arg-type]
         return cls(model, tokenizer, name=name or f"local:{path.name}", **options)
 
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:

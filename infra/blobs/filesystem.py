@@ -6,7 +6,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 import orjson
 
@@ -32,7 +32,7 @@ class FileBlobStore(ContentAddressedStore):
     def _meta(self, sha: str) -> Path:
         return self.root / sha[:2] / sha[2:4] / f"{sha}.meta"
 
-    def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+    def _store(self, sha: str, size: int, body: IO[bytes], media_type: str) -> BlobRef:
         try:
             return self._write(sha, size, body, media_type)
         except OSError as exc:  # read-only or full disk, permissions: say which store and what to do
@@ -41,7 +41,7 @@ class FileBlobStore(ContentAddressedStore):
                 "check that the directory is writable and has space"
             ) from exc
 
-    def _write(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+    def _write(self, sha: str, size: int, body: IO[bytes], media_type: str) -> BlobRef:
         ref = BlobRef(sha256=sha, size=size, media_type=media_type)
         path = self._path(sha)
         if path.exists() and path.stat().st_size == size and self._meta(sha).exists() and self.intact(sha):

@@ -7,7 +7,7 @@ import io
 import shutil
 import tempfile
 from collections.abc import Iterator
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 from bus_schemas.blob_ref import SHA256_HEX, BlobRef
 from infra.blobs.errors import BlobCorrupted, BlobNotFound, InvalidBlobAddress
@@ -25,7 +25,7 @@ class BlobStore(Protocol):
         """Store bytes under their sha256; storing the same bytes twice is a no-op."""
         ...
 
-    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
+    def put_stream(self, stream: IO[bytes], media_type: str = "application/octet-stream") -> BlobRef:
         """Store a stream of any size without holding it in memory."""
         ...
 
@@ -48,12 +48,12 @@ class ContentAddressedStore:
     def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
         return self._store(hashlib.sha256(data).hexdigest(), len(data), io.BytesIO(data), media_type)
 
-    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
+    def put_stream(self, stream: IO[bytes], media_type: str = "application/octet-stream") -> BlobRef:
         sha, size, spooled = spool(stream)
         with spooled:
             return self._store(sha, size, spooled, media_type)
 
-    def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+    def _store(self, sha: str, size: int, body: IO[bytes], media_type: str) -> BlobRef:
         raise NotImplementedError
 
     def open(self, address: str | BlobRef) -> Iterator[bytes]:
@@ -78,7 +78,7 @@ def address_of(address: str | BlobRef) -> str:
     return sha
 
 
-def spool(stream: BinaryIO) -> tuple[str, int, BinaryIO]:
+def spool(stream: IO[bytes]) -> tuple[str, int, IO[bytes]]:
     """Hash a stream while copying it to a rewindable spooled temporary file: (sha256, size, file)."""
     digest = hashlib.sha256()
     size = 0
@@ -108,5 +108,5 @@ def check_bytes(sha: str, data: bytes, where: str) -> bytes:
     return data
 
 
-def copy_stream(src: BinaryIO, dst: BinaryIO) -> None:
+def copy_stream(src: IO[bytes], dst: IO[bytes]) -> None:
     shutil.copyfileobj(src, dst, CHUNK)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, TypeVar
+from typing import IO, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
@@ -51,7 +51,7 @@ class RetryingBlobStore:
     def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
         return self._retry(lambda: self.inner.put(data, media_type))
 
-    def put_stream(self, stream: BinaryIO, media_type: str = "application/octet-stream") -> BlobRef:
+    def put_stream(self, stream: IO[bytes], media_type: str = "application/octet-stream") -> BlobRef:
         start = stream.tell() if stream.seekable() else None
 
         def attempt() -> BlobRef:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import IO, BinaryIO, cast
 
 import urllib3
 from minio import Minio
@@ -59,7 +59,7 @@ class S3BlobStore(ContentAddressedStore):
         """Close the pooled connections (idempotent)."""
         self._http.clear()
 
-    def _store(self, sha: str, size: int, body: BinaryIO, media_type: str) -> BlobRef:
+    def _store(self, sha: str, size: int, body: IO[bytes], media_type: str) -> BlobRef:
         try:
             stored: BlobRef | None = self.stat(sha)
         except BlobNotFound:
@@ -70,7 +70,7 @@ class S3BlobStore(ContentAddressedStore):
             self._client.put_object(
                 self.bucket,
                 self._key(sha),
-                body,
+                cast(BinaryIO, body),  # minio's annotation; any readable binary file object works
                 size,
                 content_type=media_type,
                 metadata={"sha256": sha},

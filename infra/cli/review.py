@@ -3,6 +3,11 @@ revisions (HarnessRevisionDecided; the harness reviser publishes an accepted one
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bus_schemas.events import ReviewDecision
+
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
@@ -116,7 +121,7 @@ def show(episode: Item, bus: BusOpt = None, blobs: BlobsOpt = None) -> None:
 
 def _decide(
     episode: str,
-    decision: str,
+    decision: ReviewDecision,
     reviewer: str,
     note: str,
     bus: str | None,

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bus_schemas.envelope import Event
+    from harness_service.ports import EventSink
+
 import os
 from pathlib import Path
 from typing import Annotated
@@ -67,11 +73,14 @@ def harness(
     if not token:
         raise typer.BadParameter(f"set the bearer token in ${token_env}", param_hint="--token-env")
     settings = load_settings()
-    publisher = None
+    publisher: EventSink | None = None
     if publish:
         bus = open_bus(settings.bus, settings)
         ensure_topics(bus)
-        publisher = lambda event: publish_events(bus, event)  # noqa: E731
+
+        def publisher(event: Event) -> None:
+            publish_events(bus, event)
+
     default_policy = None
     if policy_url is not None:
         key = os.environ.get(api_key_env)

@@ -43,20 +43,24 @@ def _plot_dev(report: RunReport, path: Path) -> None:
 
 
 def _plot_cost(report: RunReport, path: Path) -> None:
-    rows = [r for r in report.rounds if r.tokens_per_solved is not None]
+    rows = [
+        (r.round, r.tokens_per_solved, r.tool_calls_per_solved or 0.0)
+        for r in report.rounds
+        if r.tokens_per_solved is not None
+    ]
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
     if rows:
-        ax.bar([r.round - 0.2 for r in rows], [r.tokens_per_solved for r in rows], width=0.4, label="tokens / solved")
+        ax.bar([n - 0.2 for n, _, _ in rows], [tokens for _, tokens, _ in rows], width=0.4, label="tokens / solved")
         twin = ax.twinx()
         twin.bar(
-            [r.round + 0.2 for r in rows],
-            [r.tool_calls_per_solved for r in rows],
+            [n + 0.2 for n, _, _ in rows],
+            [calls for _, _, calls in rows],
             width=0.4,
             color="tab:orange",
             label="tool calls / solved",
         )
         twin.set_ylabel("tool calls per solved task")
-        ax.set_xticks([r.round for r in rows])
+        ax.set_xticks([n for n, _, _ in rows])
     ax.set(xlabel="round", ylabel="tokens per solved task", title="Cost per solved task")
     fig.tight_layout()
     fig.savefig(path)

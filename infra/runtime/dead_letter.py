@@ -9,6 +9,8 @@ from bus_schemas.events import DeadLettered
 from infra.blobs.port import BlobStore
 from infra.bus.records import Record
 
+_HEAD_KEYS = ("event_type", "event_id", "run_id")
+
 
 def _text(value: str) -> str:
     """``value`` with lone surrogates (which no UTF-8 writer accepts) replaced, so the dead letter encodes."""
@@ -26,14 +28,14 @@ def dead_letter(
 ) -> DeadLettered:
     """The payload blob is written first, so the dead letter never points at a missing blob."""
     payload = blobs.put(record.value, "application/octet-stream")
-    event_type = event_id = None
+    event_type: str | None = None
+    event_id: str | None = None
     run_id = "unknown"
     try:
         head = orjson.loads(record.value)
         if isinstance(head, dict):
-            event_type = head.get("event_type") if isinstance(head.get("event_type"), str) else None
-            event_id = head.get("event_id") if isinstance(head.get("event_id"), str) else None
-            run_id = head.get("run_id") if isinstance(head.get("run_id"), str) and head.get("run_id") else run_id
+            event_type, event_id, rid = (v if isinstance(v := head.get(k), str) else None for k in _HEAD_KEYS)
+            run_id = rid or run_id
     except orjson.JSONDecodeError:  # also raised for nesting deeper than orjson reads
         pass
     return DeadLettered(

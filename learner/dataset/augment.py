@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 import orjson
@@ -81,8 +81,8 @@ def swap_values(example: Example, rng: random.Random) -> Example | None:
     for value in values:
         fresh = _fresh(value, rng)
         pattern = _pattern(value)
-        prompt = pattern.sub(lambda _m, fresh=fresh: fresh, prompt)
-        completion = pattern.sub(lambda _m, fresh=fresh: fresh, completion)
+        prompt = pattern.sub(_literally(fresh), prompt)
+        completion = pattern.sub(_literally(fresh), completion)
     return replace(example, prompt=prompt, completion=completion, episode_id=f"{example.episode_id}~swap")
 
 
@@ -96,3 +96,8 @@ def augment(examples: Sequence[Example], copies: int, seed: int = 0) -> list[Exa
             if swapped is not None:
                 out.append(swapped)
     return out
+
+
+def _literally(text: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement that inserts ``text`` as it is (a string replacement would expand backslashes)."""
+    return lambda _match: text

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bus_schemas.actions import SubagentSpawn
 from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import Event
 from bus_schemas.events.episodes import ContextBuilt
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
@@ -92,7 +93,7 @@ def rerender_episode(
         raise RenderMismatch(f"{episode_id}: task {record.started.task_id} is not in the log")
     order = list(_execution_order(log, record))
     script = [_output(rec, step, read) for rec, step in order]
-    blobs, replayed = _CaptureBlobs(), []
+    blobs, replayed = _CaptureBlobs(), list[Event]()
     harness = Harness(
         config=config, policy=ScriptedPolicy(script, "replay"), blobs=blobs, events=replayed.append, skills=skills
     )

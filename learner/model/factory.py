@@ -62,5 +62,6 @@ def load_checkpoint(path: Path, device: str = "cpu", dtype: Any = None) -> tuple
         raise FileNotFoundError(f"{path} is not a checkpoint directory (no config.json)")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     options = {} if dtype is None else {"dtype": dtype}
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options).to(device)
+    # transformers annotates .to() through a decorator that mypy reads as taking the model first
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **options).to(device)  # type: ignore[arg-type]
     return model, tokenizer

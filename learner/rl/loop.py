@@ -151,7 +151,8 @@ class TaskCycle:
     def __init__(self, pool: Sequence[TaskSpecified], seed: int) -> None:
         if not pool:
             raise NoRollouts("no train tasks to roll out")
-        self.pool, self.rng, self.order = list(pool), random.Random(seed), []  # type: list[TaskSpecified]
+        self.pool, self.rng = list(pool), random.Random(seed)
+        self.order: list[TaskSpecified] = []
 
     def take(self, n: int) -> list[TaskSpecified]:
         out: list[TaskSpecified] = []

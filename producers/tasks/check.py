@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from bus_schemas.events.tasks import TaskSpecified
 from producers.backends.sandbox.backend import SandboxBackend
@@ -44,13 +45,19 @@ def check_suite(tasks: Iterable[TaskSpecified], on_task: Callable[[], None] = la
     return report
 
 
-def suite_stats(tasks: Iterable[TaskSpecified]) -> dict[str, object]:
+class SuiteStats(TypedDict):
+    apps: int
+    tools: int
+    tasks: dict[str, dict[str, int]]
+
+
+def suite_stats(tasks: Iterable[TaskSpecified]) -> SuiteStats:
     """``{"apps": N, "tools": N, "tasks": {category: {split: count}}}``."""
     counts: dict[str, Counter[str]] = {}
     for task in tasks:
         counts.setdefault(task.category, Counter())[task.split] += 1
-    return {
-        "apps": len(APP_NAMES),
-        "tools": len(TOOLS),
-        "tasks": {c: dict(sorted(s.items())) for c, s in sorted(counts.items())},
-    }
+    return SuiteStats(
+        apps=len(APP_NAMES),
+        tools=len(TOOLS),
+        tasks={c: dict(sorted(s.items())) for c, s in sorted(counts.items())},
+    )

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness_service.policy.scripted import Solver as Script
+
 from bus_schemas.actions import Finish
 from bus_schemas.events.tasks import TaskSpecified
 from producers.tasks.suite import instantiate
@@ -37,7 +42,7 @@ DELEGATED_TEMPLATES = frozenset({"sa.warmest_city", "sa.closest_place"})
 summary) is grounded in what the parent observed."""
 
 
-def harness_reference(task: TaskSpecified) -> Solver:
+def harness_reference(task: TaskSpecified) -> Script:
     """The reference solver as a harness policy runs it: a task of ``DELEGATED_TEMPLATES`` hands its whole plan
     to one sub-agent (spawned with the goal and every tool) and finishes with the sub-agent's summary, so the
     demonstrations include delegation. Other tasks: ``reference_solver``."""

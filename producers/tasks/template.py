@@ -7,7 +7,7 @@ Helpers here keep templates declarative: ``exists``/``equals``/``answer``/``only
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,10 +39,10 @@ class Ctx:
     world: State
     split: Split
 
-    def pick(self, items: list[Any] | tuple[Any, ...]) -> Any:
+    def pick(self, items: Sequence[Any]) -> Any:
         return items[self.rng.randrange(len(items))]
 
-    def part(self, items: list[Any] | tuple[Any, ...]) -> list[Any]:
+    def part(self, items: Sequence[Any]) -> list[Any]:
         """This split's third of a parameter range, so held-out instances never reuse train parameters."""
         return list(items[SPLITS.index(self.split) :: len(SPLITS)])
 

@@ -87,7 +87,8 @@ class DeviceBackend:
             op = tool.build(**call.args)
             if op.kind == "screencap":
                 png = self._gate.run(op, binary=True)
-                ref = self._blobs.put(bytes(png), SCREENSHOT_MEDIA_TYPE)
+                assert isinstance(png, bytes)  # binary=True: adb returns the raw bytes
+                ref = self._blobs.put(png, SCREENSHOT_MEDIA_TYPE)
                 return Observation(result={"screenshot": ref.model_dump(mode="json")})
             return Observation(result={"output": str(self._gate.run(op))[:8000]})
         except InvalidOperation as exc:

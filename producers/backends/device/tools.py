@@ -27,88 +27,86 @@ class DeviceTool:
     kind: ops.OperationKind
 
 
-DEVICE_TOOLS: dict[str, DeviceTool] = {
-    spec.name: DeviceTool(spec, builder, kind)
-    for spec, builder, kind in (
-        (
-            ToolSpec(
-                name="device.start_activity",
-                description="Start an app activity with an intent (package, optional activity, action, data URI, "
-                "string extras).",
-                parameters=_obj(
-                    {
-                        "package": _STR,
-                        "activity": _STR,
-                        "action": _STR,
-                        "data": _STR,
-                        "extras": {"type": "object", "additionalProperties": _STR},
-                    },
-                    ["package"],
-                ),
-                writes=True,
+_TABLE: tuple[tuple[ToolSpec, Callable[..., ops.AdbOperation], ops.OperationKind], ...] = (
+    (
+        ToolSpec(
+            name="device.start_activity",
+            description="Start an app activity with an intent (package, optional activity, action, data URI, "
+            "string extras).",
+            parameters=_obj(
+                {
+                    "package": _STR,
+                    "activity": _STR,
+                    "action": _STR,
+                    "data": _STR,
+                    "extras": {"type": "object", "additionalProperties": _STR},
+                },
+                ["package"],
             ),
-            ops.am_start,
-            "am_start",
+            writes=True,
         ),
-        (
-            ToolSpec(
-                name="device.query_content",
-                description="Query a content provider (content:// URI), optionally with columns and a where clause.",
-                parameters=_obj({"uri": _STR, "projection": {"type": "array", "items": _STR}, "where": _STR}, ["uri"]),
+        ops.am_start,
+        "am_start",
+    ),
+    (
+        ToolSpec(
+            name="device.query_content",
+            description="Query a content provider (content:// URI), optionally with columns and a where clause.",
+            parameters=_obj({"uri": _STR, "projection": {"type": "array", "items": _STR}, "where": _STR}, ["uri"]),
+        ),
+        ops.content_query,
+        "content_query",
+    ),
+    (
+        ToolSpec(
+            name="device.tap",
+            description="Tap the screen at (x, y) pixels.",
+            parameters=_obj({"x": _INT, "y": _INT}, ["x", "y"]),
+            writes=True,
+        ),
+        ops.input_tap,
+        "input_tap",
+    ),
+    (
+        ToolSpec(
+            name="device.swipe",
+            description="Swipe from (x1, y1) to (x2, y2) over duration_ms.",
+            parameters=_obj(
+                {"x1": _INT, "y1": _INT, "x2": _INT, "y2": _INT, "duration_ms": _INT}, ["x1", "y1", "x2", "y2"]
             ),
-            ops.content_query,
-            "content_query",
+            writes=True,
         ),
-        (
-            ToolSpec(
-                name="device.tap",
-                description="Tap the screen at (x, y) pixels.",
-                parameters=_obj({"x": _INT, "y": _INT}, ["x", "y"]),
-                writes=True,
-            ),
-            ops.input_tap,
-            "input_tap",
+        ops.input_swipe,
+        "input_swipe",
+    ),
+    (
+        ToolSpec(
+            name="device.type_text",
+            description="Type text into the focused field.",
+            parameters=_obj({"text": _STR}, ["text"]),
+            writes=True,
         ),
-        (
-            ToolSpec(
-                name="device.swipe",
-                description="Swipe from (x1, y1) to (x2, y2) over duration_ms.",
-                parameters=_obj(
-                    {"x1": _INT, "y1": _INT, "x2": _INT, "y2": _INT, "duration_ms": _INT}, ["x1", "y1", "x2", "y2"]
-                ),
-                writes=True,
-            ),
-            ops.input_swipe,
-            "input_swipe",
+        ops.input_text,
+        "input_text",
+    ),
+    (
+        ToolSpec(
+            name="device.press_key",
+            description=f"Press a key: {', '.join(ops.KEYCODES)}.",
+            parameters=_obj({"key": {"enum": list(ops.KEYCODES)}}, ["key"]),
+            writes=True,
         ),
-        (
-            ToolSpec(
-                name="device.type_text",
-                description="Type text into the focused field.",
-                parameters=_obj({"text": _STR}, ["text"]),
-                writes=True,
-            ),
-            ops.input_text,
-            "input_text",
+        ops.input_keyevent,
+        "input_keyevent",
+    ),
+    (
+        ToolSpec(
+            name="device.screenshot",
+            description="Take a screenshot (stored as a PNG blob).",
+            parameters=_obj({}, []),
         ),
-        (
-            ToolSpec(
-                name="device.press_key",
-                description=f"Press a key: {', '.join(ops.KEYCODES)}.",
-                parameters=_obj({"key": {"enum": list(ops.KEYCODES)}}, ["key"]),
-                writes=True,
-            ),
-            ops.input_keyevent,
-            "input_keyevent",
-        ),
-        (
-            ToolSpec(
-                name="device.screenshot",
-                description="Take a screenshot (stored as a PNG blob).",
-                parameters=_obj({}, []),
-            ),
-            ops.screencap,
-            "screencap",
-        ),
-    )
-}
+        ops.screencap,
+        "screencap",
+    ),
+)
+DEVICE_TOOLS: dict[str, DeviceTool] = {spec.name: DeviceTool(spec, builder, kind) for spec, builder, kind in _TABLE}

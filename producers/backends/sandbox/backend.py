@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from bus_schemas.actions import ToolCall, ToolError
 from bus_schemas.events.tasks import TaskSpecified
@@ -105,10 +105,11 @@ class SandboxBackend:
 
     def evidence(self) -> Evidence:
         final = self._world.state()
+        # model_construct skips validation (the states are large); the world holds only JSON values.
         return Evidence.model_construct(
             backend=self.name,
-            initial_state=self._world.base,
-            final_state=final,
+            initial_state=cast(JsonValue, self._world.base),
+            final_state=cast(JsonValue, final),
             calls=list(self._calls),
             state_hash=state_hash(final),
         )

@@ -201,7 +201,7 @@ class AppTools:
             world.get(app, coll, args.id, noun)
             return world.delete(app, coll, args.id)
 
-        self.generated(list_, f"list_{plural}", f"List {plural} (paged).", ListArgs, list[record])
+        self.generated(list_, f"list_{plural}", f"List {plural} (paged).", ListArgs, list[record])  # type: ignore[valid-type]  # the row type is a runtime value
         self.generated(
             get, f"get_{noun}", f"Get one {noun} by id.", IdArgs, record, example={"id": example_id}, errors=not_found
         )
@@ -210,7 +210,7 @@ class AppTools:
             f"search_{plural}",
             f"Search {plural} by {', '.join(search)}.",
             SearchArgs,
-            list[record],
+            list[record],  # type: ignore[valid-type]  # the row type is a runtime value
             example={"query": "a"},
         )
         if delete:

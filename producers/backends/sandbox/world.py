@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -27,7 +27,9 @@ def state_hash(state: Mapping[str, Any]) -> str:
 
 
 def _change(path: str, before: Any, after: Any) -> StateChange:
-    op = "added" if before is _MISSING else "removed" if after is _MISSING else "changed"
+    op: Literal["added", "removed", "changed"] = (
+        "added" if before is _MISSING else "removed" if after is _MISSING else "changed"
+    )
     return StateChange.model_construct(
         path=path,
         op=op,

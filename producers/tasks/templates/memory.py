@@ -208,7 +208,7 @@ def owe_money(ctx: Ctx) -> Instance:
     )
 
 
-TEMPLATES = (
+TEMPLATES: tuple[Template, ...] = (
     Template(
         "mem.text_relation",
         "memory",

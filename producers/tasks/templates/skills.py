@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from bus_schemas.actions import Finish, SkillLoad
 from producers.tasks.template import Ctx, Instance, Solver, Template, answer, call, equals, exists, only
@@ -196,7 +197,7 @@ def trip_prep(ctx: Ctx) -> Instance:
         )
 
     flights = ctx.rows("travel", "flights")
-    firsts = {}
+    firsts: dict[tuple[str, str], dict[str, Any]] = {}
     for f in sorted(flights, key=lambda f: (f["price"], f["id"])):
         if f["stops"] == 0:
             firsts.setdefault((f["destination"], f["depart"][:10]), f)
@@ -246,7 +247,7 @@ def trip_prep(ctx: Ctx) -> Instance:
     )
 
 
-TEMPLATES = (
+TEMPLATES: tuple[Template, ...] = (
     Template(
         "sk.join_wifi",
         "skills",

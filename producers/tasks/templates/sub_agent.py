@@ -235,7 +235,7 @@ def settle_requests(ctx: Ctx) -> Instance:
     )
 
 
-TEMPLATES = (
+TEMPLATES: tuple[Template, ...] = (
     Template("sa.warmest_city", "sub_agent", 1, ("information_acquisition",), ("weather",), warmest_city),
     Template(
         "sa.closest_place", "sub_agent", 1, ("information_acquisition", "argument_grounding"), ("maps",), closest_place

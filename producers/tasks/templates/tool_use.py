@@ -222,7 +222,7 @@ def cheapest_product(ctx: Ctx) -> Instance:
     )
 
 
-TEMPLATES = (
+TEMPLATES: tuple[Template, ...] = (
     Template("tu.update_phone", "tool_use", 1, ("argument_grounding", "tool_routing"), ("contacts",), update_phone),
     Template("tu.set_alarm", "tool_use", 1, ("tool_routing", "verified_completion"), ("clock",), set_alarm),
     Template("tu.weather_high", "tool_use", 1, ("information_acquisition",), ("weather",), weather_high),

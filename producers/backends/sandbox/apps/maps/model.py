@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -23,7 +24,7 @@ class Place(TypedDict):
     saved: bool
 
 
-def distance_km(a: Place, b: Place) -> float:
+def distance_km(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return round(math.hypot(a["x"] - b["x"], a["y"] - b["y"]) * 1.3, 2)
 
 

@@ -8,12 +8,15 @@ from typing_extensions import TypedDict
 
 from producers.backends.sandbox.seeding import Seeder, at
 
+Direction = Literal["in", "out"]
+DIRECTIONS: tuple[Direction, ...] = ("in", "out")
+
 
 class Message(TypedDict):
     id: str
     contact_id: str
     number: str
-    direction: Literal["in", "out"]
+    direction: Direction
     text: str
     at: str
     read: bool
@@ -23,7 +26,7 @@ class Message(TypedDict):
 def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     out: dict[str, Any] = {}
     for i, p in enumerate(s.sample(s.contacts(), 12) * 2, start=1):
-        direction = s.pick(("in", "out"))
+        direction = s.pick(DIRECTIONS)
         text = s.pick(
             (
                 f"See you at the {s.phrase(1)} place?",

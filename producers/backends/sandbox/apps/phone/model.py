@@ -8,12 +8,15 @@ from typing_extensions import TypedDict
 
 from producers.backends.sandbox.seeding import Seeder, at
 
+Direction = Literal["incoming", "outgoing", "missed"]
+DIRECTIONS: tuple[Direction, ...] = ("incoming", "outgoing", "missed")
+
 
 class Call(TypedDict):
     id: str
     number: str
     contact_id: str
-    direction: Literal["incoming", "outgoing", "missed"]
+    direction: Direction
     at: str
     duration_s: int
 
@@ -32,7 +35,7 @@ def seed(s: Seeder) -> dict[str, dict[str, Any]]:
     calls: dict[str, Any] = {}
     for i in range(1, 16):
         p = s.pick(people)
-        direction = s.pick(("incoming", "outgoing", "missed"))
+        direction = s.pick(DIRECTIONS)
         calls[f"call_{i}"] = Call(
             id=f"call_{i}",
             number=p["phone"],

@@ -96,7 +96,16 @@ def set_airplane_mode(world: World, a: Toggle) -> dict[str, Any]:
 @TOOLS.tool()
 def list_networks(world: World, a: NoArgs) -> list[Network]:
     """Wifi networks in range (passwords hidden)."""
-    return [{**n, "password": "***" if n["password"] else ""} for n in world.table("settings", "networks").values()]
+    return [
+        Network(
+            id=n["id"],
+            ssid=n["ssid"],
+            secured=n["secured"],
+            password="***" if n["password"] else "",
+            connected=n["connected"],
+        )
+        for n in world.table("settings", "networks").values()
+    ]
 
 
 @TOOLS.tool(

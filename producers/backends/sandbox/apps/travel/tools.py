@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Literal
 
 from pydantic import Field
 
@@ -45,7 +46,9 @@ def _confirm(confirm: bool, what: str, total: float) -> None:
         raise ToolFailure("needs_confirmation", f"{what} costs {total:.2f}; call again with confirm=true to book")
 
 
-def _book(world: World, kind: str, ref: str, check_in: str, nights: int, total: float) -> Booking:
+def _book(
+    world: World, kind: Literal["flight", "hotel"], ref: str, check_in: str, nights: int, total: float
+) -> Booking:
     bid = world.new_id("travel", "bookings", "bk")
     return world.put(
         "travel",
