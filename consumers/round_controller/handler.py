@@ -10,10 +10,9 @@ carries the best model and harness versions of the run so far (by dev Overall).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import random
 import uuid
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
