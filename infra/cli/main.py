@@ -8,6 +8,7 @@ import typer
 
 from infra.cli import audit, consume, review, run, sandbox, schemas, serve, smoke, stack, status, train
 from infra.cli.errors import FlywheelGroup, mask_logs
+from infra.cli.quiet import QUIET_COMMANDS, quiet_libraries
 
 app = typer.Typer(
     cls=FlywheelGroup,
@@ -26,11 +27,21 @@ app = typer.Typer(
 @app.callback()
 def main(
     ctx: typer.Context,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="On failure, print the traceback too.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="On failure, print the traceback too; show the libraries' progress bars, warnings and logs.",
+        ),
+    ] = False,
 ) -> None:
-    """Errors are one line on stderr and a non-zero exit; -v adds the traceback."""
+    """Errors are one line on stderr and a non-zero exit; -v adds the traceback. run, train, eval and consume
+    keep library output (progress bars, warnings, log records) in a log file unless -v."""
     ctx.meta["flywheel.verbose"] = verbose
     mask_logs()
+    if ctx.invoked_subcommand in QUIET_COMMANDS:
+        quiet_libraries(verbose)
 
 
 app.command("run")(run.run)

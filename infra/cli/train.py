@@ -57,6 +57,15 @@ def _run_id(run_id: str | None) -> str:
     return run_id or f"train-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
+def _logged_run(run_id: str | None, command: str) -> str:
+    """The run id; library output (bars, warnings, logs) of the command goes to runs/<run_id>/logs/<command>.log."""
+    from infra.cli.quiet import quiet_console
+
+    run_id = _run_id(run_id)
+    quiet_console(Path("runs") / run_id / "logs" / f"{command}.log")
+    return run_id
+
+
 def _config(model: str, work_dir: Path, **updates: object):  # noqa: ANN202 (LearnerConfig, imported lazily)
     from learner.config import LearnerConfig
 
@@ -72,6 +81,7 @@ def seed(
     seeds: Annotated[int | None, typer.Option(help="Task-suite seeds whose train split is solved.")] = None,
 ) -> None:
     """Publish reference-solver episodes of the train split (through the harness) as cold-start data."""
+    run_id = _logged_run(run_id, "seed")
     from learner.jobs import seed_reference_episodes
 
     config = _config("planner", Path(".flywheel/learner"), cold_start_seeds=seeds)
@@ -95,6 +105,7 @@ def sft(
     round: Annotated[int, typer.Option(help="Round number on the events and the checkpoint folder.")] = 0,
 ) -> None:
     """SFT on the admitted (or verified) trajectories, from scratch or continued; registers it as @candidate."""
+    run_id = _logged_run(run_id, "sft")
     from learner.jobs import run_sft
 
     config = _config(model, work_dir, base_checkpoint=base_checkpoint)
@@ -131,6 +142,7 @@ def rl(
     ] = True,
 ) -> None:
     """GRPO with CARE rewards over groups of bus rollouts; registers the result as @candidate."""
+    run_id = _logged_run(run_id, "rl")
     import tempfile
 
     from learner.jobs import run_rl
@@ -173,6 +185,7 @@ def evaluate(
     require_approval: Annotated[bool, typer.Option(help="Tag instead of promoting; a human promotes.")] = False,
 ) -> None:
     """Run the dev split through the harness, publish DevSetEvaluated, promote to @production if better."""
+    run_id = _logged_run(run_id, "eval")
     from learner.jobs import run_eval
 
     config = _config(model, work_dir, dev_per_category=per_category, require_approval=require_approval)

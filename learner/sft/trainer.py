@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -14,6 +15,8 @@ from learner.dataset.tokenize import tokenize_examples
 from learner.model.factory import save_checkpoint
 from learner.model.policy import PromptWindow
 from learner.sft.config import SftSettings
+
+log = logging.getLogger("flywheel.learner.sft")
 
 StepCallback = Callable[[int, int], None]
 """Called with (step, total steps) after each optimizer step, e.g. to drive a progress bar."""
@@ -28,6 +31,8 @@ class SftResult:
     train_loss: float
     tokens: int
     wall_time_s: float
+    history: tuple[tuple[int, dict[str, float]], ...] = field(default=())
+    """(optimizer step, {loss, learning_rate, grad_norm}) at every logging step: the loss curve."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -51,6 +56,33 @@ def _progress_callback(on_step: StepCallback) -> Any:
             on_step(state.global_step, state.max_steps)
 
     return _Progress()
+
+
+def _log_callback() -> Any:
+    """Each logging step's values as a log record (what transformers' PrinterCallback would print() raw)."""
+    from transformers import TrainerCallback
+
+    class _Log(TrainerCallback):
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any
+        ) -> None:
+            if logs:
+                shown = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in logs.items())
+                log.info("step %d/%d: %s", state.global_step, state.max_steps, shown)
+
+    return _Log()
+
+
+HISTORY_KEYS = ("loss", "learning_rate", "grad_norm")
+
+
+def loss_history(log_history: Sequence[dict[str, Any]]) -> tuple[tuple[int, dict[str, float]], ...]:
+    """The per-logging-step entries of a trainer's ``state.log_history`` (the final summary entry is left out)."""
+    return tuple(
+        (int(entry["step"]), {k: float(entry[k]) for k in HISTORY_KEYS if isinstance(entry.get(k), (int, float))})
+        for entry in log_history
+        if "loss" in entry and "step" in entry
+    )
 
 
 def _deadline_callback(seconds: float) -> Any:
@@ -149,10 +181,15 @@ def train_sft(
             ]
             or None,
         )
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # it print()s each log dict; they go to the log and MLflow instead
+        trainer.add_callback(_log_callback())
         started = perf_counter()
         output = trainer.train()
+        history = loss_history(trainer.state.log_history)
         wall = perf_counter() - started
     epochs = output.metrics.get("epoch", settings.epochs)
     save_checkpoint(model, tokenizer, output_dir)
     window.save(output_dir)
-    return SftResult(output_dir, output.global_step, float(output.training_loss), int(tokens * epochs), wall)
+    return SftResult(output_dir, output.global_step, float(output.training_loss), int(tokens * epochs), wall, history)

@@ -10,18 +10,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from infra.cli.quiet import LIBRARY_SWITCHES, quiet_console
+from infra.cli.quiet import LIBRARY_SWITCHES, VERBOSE_ENV, quiet_console
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(autouse=True)
-def restore_logging(monkeypatch) -> Iterator[None]:
-    for name in LIBRARY_SWITCHES:
-        monkeypatch.delenv(name, raising=False)
+def restore_logging() -> Iterator[None]:
+    names = (*LIBRARY_SWITCHES, VERBOSE_ENV)
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     yield
+    for name in names:
+        os.environ.pop(name, None)
+    os.environ.update(saved)
     for handler in [h for h in root.handlers if h not in handlers]:
         root.removeHandler(handler)
         handler.close()
@@ -50,6 +53,7 @@ def test_verbose_shows_library_records_and_keeps_the_libraries_bars(tmp_path, ca
     logging.getLogger("somelib.loader").info("library detail")
     assert "library detail" in capsys.readouterr().err and "library detail" in log_file.read_text()
     assert not any(name in os.environ for name in LIBRARY_SWITCHES)
+    assert os.environ[VERBOSE_ENV] == "1"  # the processes it starts are verbose too
 
 
 def test_a_switch_the_user_set_is_kept(tmp_path, monkeypatch):

@@ -1,0 +1,85 @@
+"""`flywheel run`'s console holds only the project's own lines; library bars, warnings and raw training dicts go
+to ``runs/<run_id>/logs/flywheel.log`` (a real one-round run in a subprocess, on the embedded adapters)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.cli.quiet import LIBRARY_SWITCHES, VERBOSE_ENV
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+REPO = Path(__file__).resolve().parents[2]
+# What the libraries print when left alone (seen on the console of `make run` before it was quietened).
+NOISE = (
+    "Downloading artifacts",  # MLflow
+    "Loading weights",  # transformers
+    "Writing model shards",  # transformers
+    "Building labels",  # datasets, through trl
+    "it/s]",  # any tqdm bar
+    "Warning:",  # FutureWarning, UserWarning (pin_memory) ...
+    "warnings.warn",
+    "{'loss'",  # transformers' PrinterCallback
+    "{'train_runtime'",
+    "Creating initial MLflow database tables",  # MLflow's own log handler
+)
+
+
+def tiny_loop(tmp_path: Path) -> Path:
+    config = {
+        "rounds": 1,
+        "first_round_rollouts": 16,
+        "min_admitted_for_training": 8,
+        "revise_harness": False,
+        "final_test": False,
+        "stall_timeout_s": 300,
+        "learner": {
+            "sft": {"max_steps": 6, "logging_steps": 2},
+            "dev_per_category": 1,
+            "cold_start_seeds": 1,
+            "work_dir": str(tmp_path / "learner"),
+        },
+    }
+    path = tmp_path / "loop.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def flywheel_run(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    # The test process may have set some switches itself (conftest turns MLflow's bars off): the command must.
+    env = {k: v for k, v in os.environ.items() if k not in LIBRARY_SWITCHES and k != VERBOSE_ENV}
+    command = [
+        sys.executable,
+        "-m",
+        "infra.cli.main",
+        *flags,
+        "run",
+        f"--config={tiny_loop(tmp_path)}",
+        f"--out={tmp_path / 'runs'}",
+        "--run-id=quiet",
+        f"--bus=sqlite:///{tmp_path}/bus.db",
+        f"--blobs=file:///{tmp_path}/blobs",
+        f"--registry=sqlite:///{tmp_path}/mlflow.db",
+    ]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
+
+
+def test_the_console_of_a_run_holds_only_the_projects_lines(tmp_path):
+    done = flywheel_run(tmp_path)
+    console = done.stdout + done.stderr
+    assert done.returncode == 0, console[-3000:]
+    assert "round 0:" in done.stdout and "dev Overall per round" in done.stdout
+    assert [noise for noise in NOISE if noise in console] == [], console[-3000:]
+    log = (tmp_path / "runs" / "quiet" / "logs" / "flywheel.log").read_text()
+    shown = "".join(done.stdout.split())  # rich wraps long lines at the terminal width
+    assert str(tmp_path / "runs" / "quiet" / "logs" / "flywheel.log") in shown  # the console says where
+    assert "py.warnings WARNING" in log  # library warnings (transformers' deprecations, torch's pin_memory)
+    assert "Creating initial MLflow database tables" in log  # MLflow's records, through our handler
+    steps = [line for line in log.splitlines() if "flywheel.learner.sft INFO step" in line and " loss=" in line]
+    assert len(steps) >= 3  # every logging step of the SFT run, as a record instead of a printed dict
