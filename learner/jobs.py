@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,6 +200,8 @@ def run_sft(
         },
         steps=result.steps,
         wall_time_s=result.wall_time_s,
+        history=result.history,
+        dataset_profile={"examples": len(data.examples), "examples_self": data.self_examples},
     )
     version, events = register_checkpoint(
         ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round, request_id=request_id
@@ -299,6 +301,27 @@ def rl_tasks(ports: Ports, config: LearnerConfig, run_id: str) -> list[TaskSpeci
     return pool
 
 
+def rl_history(reports: Sequence[RlStepReport], first_step: int = 1) -> list[tuple[int, dict[str, float]]]:
+    """Each GRPO step's figures at its step number: reward, success, loss, KL, clipping, staleness, tokens."""
+    return [
+        (
+            first_step + i,
+            {
+                "rl_mean_reward": r.mean_reward,
+                "rl_success_rate": r.success_rate,
+                "rl_loss": r.loss,
+                "rl_kl": r.kl,
+                "rl_clip_fraction": r.clip_fraction,
+                "rl_abs_log_ratio": r.mean_abs_log_ratio,
+                "rl_staleness": r.staleness,
+                "rl_samples": float(r.samples),
+                "rl_tokens": float(r.tokens),
+            },
+        )
+        for i, r in enumerate(reports)
+    ]
+
+
 def run_rl(
     ports: Ports,
     config: LearnerConfig,
@@ -323,6 +346,7 @@ def run_rl(
     prompt_window = PromptWindow.load(local)
     total = sft_steps + steps
     sft_digest, sft_metrics = "", {}
+    history: list[tuple[int, dict[str, float]]] = []
     if sft_steps > 0:
         data = current_dataset(ports, config)
         if data.examples:
@@ -337,6 +361,7 @@ def run_rl(
                 on_step=progress,
             )
             sft_digest = data.digest
+            history.extend((step, {f"sft_{k}": v for k, v in values.items()}) for step, values in sft.history)
             sft_metrics = {
                 "sft_steps": float(sft.steps),
                 "sft_loss": sft.metrics().get("train_loss", 0.0),
@@ -415,6 +440,8 @@ def run_rl(
         metrics=metrics,
         steps=sft_steps + len(reports),
         wall_time_s=sum(r.rollout_s + r.scoring_s + r.update_s for r in reports),
+        history=(*history, *rl_history(reports, first_step=sft_steps + 1)),
+        dataset_profile={"episodes": len(episodes), "rl_samples": int(metrics["rl_samples"])},
     )
     ref, events = register_checkpoint(
         ports.registry,

@@ -1,5 +1,6 @@
-"""Model lineage in the registry: one MLflow run per training run, a tagged model version, ``@candidate``,
-promotion to ``@production`` by the dev evaluator, and hot reload of ``@production`` by rollout workers."""
+"""Model lineage in the registry: one MLflow run per training run (nested under its flywheel run, with its loss
+curve and its training set as a dataset input), a tagged model version, ``@candidate``, promotion to
+``@production`` by the dev evaluator, and hot reload of ``@production`` by rollout workers."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from bus_schemas.events.training import (
 )
 from infra.blobs.port import BlobStore
 from infra.registry.port import Registry, VersionNotFound, VersionRef
+from learner.tracking import ROLE_TAG, TRAINING_ROLE, log_dev_evaluation, parent_run, training_dataset
 
 PRODUCER = Producer(service="learner", version="0.1.0")
 CHECKPOINT_MEDIA_TYPE = "application/x-tar"
@@ -47,6 +49,10 @@ class Lineage:
     metrics: dict[str, float] = field(default_factory=dict)
     steps: int = 0
     wall_time_s: float = 0.0
+    history: tuple[tuple[int, dict[str, float]], ...] = ()
+    """Per-step metrics of the run (step, {name: value}): the loss curve, RL's per-step reward and clipping."""
+    dataset_profile: dict[str, Any] = field(default_factory=dict)
+    """Counts of the training set (examples, self-generated examples) shown with the dataset input."""
 
 
 def checkpoint_blob(blobs: BlobStore, checkpoint: Path) -> BlobRef:
@@ -91,10 +97,24 @@ def register_checkpoint(
     }
     params = {**lineage.params, "dataset_digest": lineage.dataset_digest, "harness_version": lineage.harness_version}
     params["parent_version"] = lineage.parent_version or "none"
+    run_name = f"round-{round}-{lineage.algorithm}" if round is not None else f"{lineage.algorithm}-{run_id}"
     mlflow_run = registry.start_run(
-        lineage.model_name, run_name=f"{lineage.algorithm}-{run_id}", params=params, tags=tags
+        lineage.model_name,
+        run_name=run_name,
+        params=params,
+        tags={**tags, ROLE_TAG: TRAINING_ROLE, "round": "" if round is None else str(round)},
+        parent_run_id=parent_run(registry, lineage.model_name, run_id),
     )
+    registry.log_metric_history(mlflow_run, lineage.history)
     registry.log_metrics(mlflow_run, lineage.metrics, step=lineage.steps)
+    dataset = training_dataset(
+        lineage.model_name,
+        lineage.dataset_digest,
+        lineage.dataset_manifest,
+        lineage.source_offsets,
+        lineage.dataset_profile,
+    )
+    registry.log_dataset(mlflow_run, dataset, context="training")
     registry.log_dict(
         mlflow_run,
         {
@@ -187,6 +207,7 @@ def record_evaluation(registry: Registry, evaluated: DevSetEvaluated) -> None:
     if ref.run_id:
         metrics = {f"dev_{k}": v.success_rate for k, v in evaluated.per_category.items()}
         registry.log_metrics(ref.run_id, {**metrics, "dev_overall": evaluated.overall})
+    log_dev_evaluation(registry, evaluated)
 
 
 def production_overall(registry: Registry, name: str) -> float | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from pathlib import Path
@@ -93,7 +92,7 @@ def run(
     """Run the closed loop: tasks -> rollouts -> verification -> curation -> diagnosis -> reweighting -> training
     -> dev evaluation -> harness revision, N rounds, on the embedded adapters under ./.flywheel/ by default
     (no servers) or on Kafka + S3 + MLflow with --bus/--blobs/--registry. Ends with runs/<run_id>/report.html."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from infra.cli.quiet import quiet_console
     from infra.config import load_settings, mask_credentials
     from infra.loop.config import LoopConfig
     from infra.loop.config import profile as loop_profile
@@ -125,10 +124,12 @@ def run(
     loop = LoopConfig.model_validate({**base.model_dump(), **updates})
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
     name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    log_file = quiet_console(loop.out_dir / name / "logs" / "flywheel.log")
     console.print(
         f"[bold]flywheel run[/] {name}: profile {profile}, {loop.rounds} rounds, consumers "
         f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={mask_credentials(settings.bus)}\n"
-        f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}"
+        f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}\n"
+        f"  library output (bars, warnings, logs): {log_file}"
     )
     result = run_loop(settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress)
     overall = " -> ".join(f"{r.dev.overall:.3f}" if r.dev else "-" for r in result.rounds)
@@ -137,4 +138,8 @@ def run(
         f"{result.dead_letters} dead letters)"
     )
     console.print(f"report: {result.report_html}")
+    console.print(
+        f"mlflow: run {result.mlflow_run_id} (experiment {loop.learner.model_name}) "
+        f"at {mask_credentials(settings.registry)}"
+    )
     console.print(f"audit:  flywheel replay --bus '{mask_credentials(result.bus_url)}' --from-start --verify")

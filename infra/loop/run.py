@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 from rich.console import Console
 
 from bus_schemas.topics import TOPICS
-from infra.bootstrap import open_ports
+from infra.bootstrap import Ports, open_ports
 from infra.config import Settings, mask_credentials
 from infra.events import decodable, ensure_topics
 from infra.loop.begin import begin_run
@@ -22,6 +22,7 @@ from infra.loop.final_test import evaluate_test
 from infra.loop.inprocess import InProcessConsumers
 from infra.loop.monitor import RoundProgress, RunMonitor, stage_seconds
 from infra.loop.spawned import SpawnedConsumers
+from infra.loop.tracking import finish_parent_run, start_parent_run
 from infra.loop.view import LoopView
 from infra.report.model import RunReport, build_report
 from infra.report.write import write_report
@@ -38,6 +39,8 @@ class LoopResult:
     rounds: list[RoundProgress]
     wall_time_s: float
     dead_letters: int
+    mlflow_run_id: str | None = None
+    """The run's parent run in MLflow (experiment: the model's name)."""
 
 
 def run_namespace(bus_url: str, run_id: str) -> str:
@@ -67,8 +70,11 @@ def run_loop(
     state_dir = out_dir / "state"
     started = time.perf_counter()
     ports = open_ports(settings)
+    urls = {"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry}
+    parent: str | None = None
     try:
         ensure_topics(ports.bus)
+        parent = start_parent_run(ports.registry, config, run_id, urls)
         start = begin_run(ports, config, run_id)
         log.info(
             "run %s: %d train tasks, %d dev tasks, harness %s, bus %s",
@@ -81,7 +87,6 @@ def run_loop(
         monitor = RunMonitor(ports.bus, run_id)
         with LoopView(console, enabled=show_progress) as view:
             if spawn:
-                urls = {"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry}
                 consumers: InProcessConsumers | SpawnedConsumers = SpawnedConsumers(
                     config, urls, state_dir, out_dir / "logs"
                 )
@@ -114,10 +119,16 @@ def run_loop(
                 **shown,
                 "consumers": "separate processes" if spawn else "in-process",
                 **{k: str(v) for k, v in config.round_settings().items()},
+                "mlflow_run_id": parent,
             }
         )
         html = write_report(report, out_dir)
-        (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, **shown}, indent=2))
+        (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, "mlflow_run_id": parent, **shown}, indent=2))
+        finish_parent_run(ports.registry, parent, report, out_dir)
+    except BaseException:
+        if parent is not None:
+            _fail(ports, parent)
+        raise
     finally:
         ports.close()
     return LoopResult(
@@ -128,4 +139,13 @@ def run_loop(
         [monitor.rounds[k] for k in sorted(monitor.rounds)],
         time.perf_counter() - started,
         monitor.dead_letters,
+        parent,
     )
+
+
+def _fail(ports: Ports, parent: str) -> None:
+    """Mark the parent run failed; a registry that is down too must not hide the run's own error."""
+    try:
+        ports.registry.end_run(parent, status="FAILED")
+    except Exception as exc:  # noqa: BLE001 - logged, the original failure propagates
+        log.warning("could not mark MLflow run %s failed: %s", parent, exc)

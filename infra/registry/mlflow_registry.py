@@ -8,11 +8,12 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from infra.config import mask_credentials
-from infra.registry.port import RegistryUnavailable, RunRecord, VersionNotFound, VersionRef
+from infra.registry.port import DatasetInfo, RegistryUnavailable, RunRecord, VersionNotFound, VersionRef
 
 
 def _ping(url: str, timeout_s: float) -> None:
@@ -25,6 +26,15 @@ def _ping(url: str, timeout_s: float) -> None:
         raise RegistryUnavailable(
             f"MLflow at {shown} is unreachable (waited {timeout_s:.0f}s): {mask_credentials(str(exc))}"
         ) from exc
+
+
+_MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limit
+_MAX_DATASET_DIGEST = 36  # MLflow's column width; the full digest stays in the dataset's source
+
+
+def _quoted(value: str) -> str:
+    """A tag value inside a single-quoted MLflow search string."""
+    return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _masked(values: dict[str, Any]) -> dict[str, str]:
@@ -77,11 +87,50 @@ class MlflowRegistry:
         run_name: str | None = None,
         params: dict[str, Any] | None = None,
         tags: dict[str, str] | None = None,
+        parent_run_id: str | None = None,
     ) -> str:
-        run = self._client.create_run(self._experiment_id(experiment), run_name=run_name, tags=_masked(tags or {}))
+        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+        shown = _masked(tags or {})
+        if parent_run_id:
+            shown[MLFLOW_PARENT_RUN_ID] = parent_run_id
+        run = self._client.create_run(self._experiment_id(experiment), run_name=run_name, tags=shown)
         if params:
             self.log_params(run.info.run_id, params)
         return run.info.run_id
+
+    def find_run(self, experiment: str, tags: dict[str, str]) -> str | None:
+        found = self._client.get_experiment_by_name(experiment)
+        if found is None:
+            return None
+        where = " and ".join(f"tags.`{k}` = '{_quoted(v)}'" for k, v in _masked(tags).items())
+        runs = self._client.search_runs(
+            [found.experiment_id], filter_string=where, max_results=1, order_by=["attributes.start_time DESC"]
+        )
+        return runs[0].info.run_id if runs else None
+
+    def log_metric_history(self, run_id: str, history: Sequence[tuple[int, dict[str, float]]]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        rows = [Metric(k, float(v), now, step) for step, values in history for k, v in values.items()]
+        for start in range(0, len(rows), _MAX_METRICS_PER_BATCH):
+            self._client.log_batch(run_id, metrics=rows[start : start + _MAX_METRICS_PER_BATCH])
+
+    def log_dataset(self, run_id: str, dataset: DatasetInfo, context: str = "training") -> None:
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+        from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+        entity = Dataset(
+            name=dataset.name,
+            digest=dataset.digest.removeprefix("sha256:")[:_MAX_DATASET_DIGEST],
+            source_type=dataset.source_type,
+            source=json.dumps(dataset.source, sort_keys=True),
+            profile=json.dumps(dataset.profile, sort_keys=True) if dataset.profile else None,
+        )
+        self._client.log_inputs(
+            run_id, datasets=[DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])]
+        )
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
@@ -122,7 +171,25 @@ class MlflowRegistry:
             params=dict(run.data.params),
             metrics=dict(run.data.metrics),
             tags={k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.")},
+            parent_run_id=run.data.tags.get("mlflow.parentRunId"),
         )
+
+    def metric_history(self, run_id: str, key: str) -> list[tuple[int, float]]:
+        return sorted((m.step, m.value) for m in self._client.get_metric_history(run_id, key))
+
+    def datasets(self, run_id: str) -> list[DatasetInfo]:
+        inputs = self._client.get_run(run_id).inputs
+        found = inputs.dataset_inputs if inputs is not None else []
+        return [
+            DatasetInfo(
+                name=d.dataset.name,
+                digest=d.dataset.digest,
+                source=json.loads(d.dataset.source),
+                source_type=d.dataset.source_type,
+                profile=json.loads(d.dataset.profile) if d.dataset.profile else {},
+            )
+            for d in found
+        ]
 
     # -- registry -----------------------------------------------------------------------------
 

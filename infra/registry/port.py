@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -45,6 +46,19 @@ class RunRecord:
     params: dict[str, str]
     metrics: dict[str, float]
     tags: dict[str, str]
+    parent_run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A training set as a run input: what it is (name, digest) and where it came from (``source``: e.g. the
+    event offsets it was read up to and the blob of its manifest), with a small ``profile`` (counts)."""
+
+    name: str
+    digest: str
+    source: dict[str, Any]
+    source_type: str = "flywheel-event-log"
+    profile: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -58,11 +72,34 @@ class Registry(Protocol):
         run_name: str | None = None,
         params: dict[str, Any] | None = None,
         tags: dict[str, str] | None = None,
-    ) -> str: ...
+        parent_run_id: str | None = None,
+    ) -> str:
+        """A new run; with ``parent_run_id`` it is nested under that run (same experiment) in the UI."""
+        ...
+
+    def find_run(self, experiment: str, tags: dict[str, str]) -> str | None:
+        """The newest run of ``experiment`` whose tags include all of ``tags``; None if none (or no experiment)."""
+        ...
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None: ...
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None: ...
+
+    def log_metric_history(self, run_id: str, history: Sequence[tuple[int, dict[str, float]]]) -> None:
+        """Metrics at many steps at once: ``(step, {name: value})`` rows, e.g. a loss curve."""
+        ...
+
+    def log_dataset(self, run_id: str, dataset: DatasetInfo, context: str = "training") -> None:
+        """Record ``dataset`` as an input of the run (MLflow's "Datasets used")."""
+        ...
+
+    def metric_history(self, run_id: str, key: str) -> list[tuple[int, float]]:
+        """Every (step, value) of metric ``key``, by step."""
+        ...
+
+    def datasets(self, run_id: str) -> list[DatasetInfo]:
+        """The dataset inputs of a run."""
+        ...
 
     def log_dict(self, run_id: str, data: dict[str, Any], artifact_file: str) -> None: ...
 

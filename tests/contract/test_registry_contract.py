@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.registry.port import VersionNotFound
+from infra.registry.port import DatasetInfo, VersionNotFound
 
 pytestmark = pytest.mark.contract
 
@@ -50,3 +50,32 @@ def test_versions_aliases_and_tags_round_trip(registry, unique):
 def test_unknown_alias_raises_version_not_found(registry, unique):
     with pytest.raises(VersionNotFound, match=f"nothing-{unique}@production"):
         registry.resolve(f"nothing-{unique}@production")
+
+
+def test_runs_nest_under_a_parent_found_by_its_tags(registry, unique):
+    experiment = f"contract-{unique}"
+    assert registry.find_run(experiment, {"flywheel_run_id": unique}) is None  # no such experiment yet
+    parent = registry.start_run(experiment, run_name="flywheel", tags={"flywheel_run_id": unique, "role": "run"})
+    registry.start_run(experiment, tags={"flywheel_run_id": "someone-else", "role": "run"})
+    assert registry.find_run(experiment, {"flywheel_run_id": unique, "role": "run"}) == parent
+    assert registry.find_run(experiment, {"flywheel_run_id": unique, "role": "training"}) is None
+    child = registry.start_run(experiment, run_name="round-0-sft", parent_run_id=parent)
+    assert registry.get_run(child).parent_run_id == parent and registry.get_run(parent).parent_run_id is None
+
+
+def test_a_metric_history_keeps_every_step(registry, unique):
+    run_id = registry.start_run(f"contract-{unique}")
+    history = [(step, {"loss": 5.0 - step / 100, "learning_rate": 0.001}) for step in range(1, 601)]
+    registry.log_metric_history(run_id, history)  # 1,200 values: more than the 1,000 MLflow takes in one batch
+    assert registry.metric_history(run_id, "loss") == [(step, values["loss"]) for step, values in history]
+    assert registry.get_run(run_id).metrics["loss"] == pytest.approx(5.0 - 600 / 100)
+
+
+def test_a_dataset_is_a_run_input_with_its_source(registry, unique):
+    run_id = registry.start_run(f"contract-{unique}")
+    digest = "sha256:" + "cd" * 32
+    source = {"event_offsets": {"episodes/0": 42}, "manifest_blob": "ef" * 32}
+    registry.log_dataset(run_id, DatasetInfo(name="planner-train", digest=digest, source=source, profile={"n": 3}))
+    (found,) = registry.datasets(run_id)
+    assert found.name == "planner-train" and digest.removeprefix("sha256:").startswith(found.digest)
+    assert found.source == source and found.profile == {"n": 3} and found.source_type == "flywheel-event-log"

@@ -1,0 +1,92 @@
+"""How a flywheel run looks in the experiment tracker: one parent run per ``flywheel run``, and each round's
+training and dev-evaluation runs nested under it, all in the model's experiment; training data as run inputs.
+
+Consumers find the parent by its tags (the flywheel run id and role), so a trainer in another process nests its
+run without being told anything but the run id its events carry. Without a parent (``flywheel train`` on its
+own) the runs are top-level.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bus_schemas.blob_ref import BlobRef
+from bus_schemas.events.training import DevSetEvaluated
+from infra.registry.port import DatasetInfo, Registry
+
+RUN_TAG = "flywheel_run_id"
+ROLE_TAG = "flywheel_role"
+PARENT_ROLE = "flywheel-run"
+TRAINING_ROLE = "training"
+EVALUATION_ROLE = "dev-evaluation"
+EVENT_TAG = "flywheel_event_id"
+"""The event a run records (a DevSetEvaluated): a redelivered event finds its run instead of logging another."""
+
+
+def parent_run(registry: Registry, experiment: str, run_id: str) -> str | None:
+    """The MLflow run of flywheel run ``run_id`` in ``experiment``; None when the run has none."""
+    return registry.find_run(experiment, {RUN_TAG: run_id, ROLE_TAG: PARENT_ROLE})
+
+
+def training_dataset(
+    model_name: str,
+    digest: str,
+    manifest: BlobRef,
+    source_offsets: dict[str, int],
+    profile: dict[str, Any] | None = None,
+) -> DatasetInfo:
+    """A training set as MLflow shows it: named by model and digest, its source the event offsets it was read
+    up to and the blob of its manifest (the episode ids and hashes it holds)."""
+    return DatasetInfo(
+        name=f"{model_name}-train-{digest.removeprefix('sha256:')[:12]}",
+        digest=digest,
+        source={
+            "event_offsets": dict(sorted(source_offsets.items())),
+            "manifest_blob": manifest.sha256,
+            "manifest_media_type": manifest.media_type,
+            "digest": digest,
+        },
+        profile=dict(profile or {}),
+    )
+
+
+def log_dev_evaluation(registry: Registry, evaluated: DevSetEvaluated) -> str:
+    """A dev-evaluation run (nested under the flywheel run when there is one): per-category and Overall success,
+    cost per task, the model and harness versions evaluated. Idempotent by the event's id."""
+    experiment = evaluated.model_name
+    found = registry.find_run(experiment, {EVENT_TAG: evaluated.event_id})
+    if found is not None:
+        return found
+    subject = (
+        f"{evaluated.model_name}/{evaluated.model_version}"
+        if evaluated.evaluates == "model"
+        else evaluated.harness_version
+    )
+    prefix = f"round-{evaluated.round}-" if evaluated.round is not None else ""
+    run = registry.start_run(
+        experiment,
+        run_name=f"{prefix}dev-{evaluated.evaluates}-{subject.replace('/', '-')}",
+        params={
+            "model_version": f"{evaluated.model_name}/{evaluated.model_version}",
+            "harness_version": evaluated.harness_version,
+            "evaluates": evaluated.evaluates,
+            "split": evaluated.split,
+            **{f"tasks_{k}": v.tasks for k, v in evaluated.per_category.items()},
+        },
+        tags={
+            RUN_TAG: evaluated.run_id,
+            ROLE_TAG: EVALUATION_ROLE,
+            EVENT_TAG: evaluated.event_id,
+            "round": "" if evaluated.round is None else str(evaluated.round),
+        },
+        parent_run_id=parent_run(registry, experiment, evaluated.run_id),
+    )
+    metrics = {f"dev_{k}": v.success_rate for k, v in evaluated.per_category.items()}
+    metrics.update(
+        dev_overall=evaluated.overall,
+        tokens_per_task=evaluated.tokens_per_task,
+        tool_calls_per_task=evaluated.tool_calls_per_task,
+    )
+    registry.log_metrics(run, metrics, step=evaluated.round or 0)
+    registry.end_run(run)
+    return run

@@ -1,0 +1,139 @@
+"""What an experiment tracker sees of a flywheel run, on the real MLflow server and on MLflow's SQLite file: one
+parent run (tags without secrets, config), each round's training run nested under it with its loss curve and its
+training set as a dataset input, dev-evaluation runs nested too, per-round metrics at step=round, the report."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bus_schemas.envelope import Producer
+from bus_schemas.events.training import CategoryScore, DevSetEvaluated, overall_score
+from infra.bootstrap import open_blob_store, open_registry
+from infra.loop.config import LoopConfig
+from infra.loop.tracking import finish_parent_run, git_commit, start_parent_run
+from infra.report.model import RoundRow, RunReport
+from learner.config import LearnerConfig
+from learner.model import TinyModelConfig, build_tiny_model, save_checkpoint, train_tokenizer
+from learner.registry import Lineage, register_checkpoint
+from learner.tracking import log_dev_evaluation
+
+pytestmark = pytest.mark.integration
+
+LOSS = ((10, {"loss": 2.0, "learning_rate": 0.002, "grad_norm": 1.5}), (20, {"loss": 1.5}), (30, {"loss": 1.0}))
+URLS = {
+    "bus": "kafka://127.0.0.1:19092",
+    "blobs": "s3://flywheel-blobs?endpoint=127.0.0.1:18333",
+    "registry": "http://tracker:hunter2@127.0.0.1:15000",
+}
+
+
+@pytest.fixture(params=["sqlite", "mlflow-server"])
+def registry(request, tmp_path):
+    if request.param == "sqlite":
+        return open_registry(f"sqlite:///{tmp_path}/mlflow.db")
+    return open_registry(request.getfixturevalue("real_stack").mlflow_url)
+
+
+def checkpoint(path: Path) -> Path:
+    tokenizer = train_tokenizer(['<action>{"kind": "finish"}</action> hello world'] * 20, vocab_size=300)
+    return save_checkpoint(build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32)), tokenizer, path)
+
+
+def lineage(name: str, manifest) -> Lineage:  # noqa: ANN001
+    return Lineage(
+        model_name=name,
+        algorithm="sft",
+        dataset_digest="sha256:" + "ab" * 32,
+        dataset_manifest=manifest,
+        source_offsets={"episodes/0": 120, "verdicts/3": 7},
+        harness_version="tiny-planner/1",
+        parent_version=None,
+        metrics={"train_loss": 1.5},
+        steps=30,
+        history=LOSS,
+        dataset_profile={"examples": 5, "examples_self": 2},
+    )
+
+
+def dev_evaluated(name: str, version: str, run_id: str, round: int, tool_use: float) -> DevSetEvaluated:
+    per = {
+        c: CategoryScore(success_rate=tool_use if c == "tool_use" else 0.0, tasks=4)
+        for c in ("tool_use", "memory", "skills", "sub_agent")
+    }
+    return DevSetEvaluated(
+        producer=Producer(service="test", version="1"),
+        run_id=run_id,
+        round=round,
+        model_name=name,
+        model_version=version,
+        harness_version="tiny-planner/1",
+        per_category=per,
+        overall=overall_score({k: v.success_rate for k, v in per.items()}),
+        tokens_per_task=120.0,
+        tool_calls_per_task=3.0,
+    )
+
+
+def test_a_flywheel_run_nests_its_rounds_training_and_evaluation_runs(registry, tmp_path):
+    name, run_id = f"planner-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    blobs = open_blob_store(f"file:///{tmp_path}/blobs")
+    config = LoopConfig(rounds=2, learner=LearnerConfig(model_name=name))
+    parent = start_parent_run(registry, config, run_id, URLS)
+
+    shown = registry.get_run(parent)
+    assert shown.experiment == name and shown.tags["flywheel_run_id"] == run_id
+    assert shown.tags["registry"] == "http://tracker:***@127.0.0.1:15000" and "hunter2" not in str(shown.tags)
+    assert shown.params["max_rounds"] == "2" and registry.load_dict(parent, "config.json")["rounds"] == 2
+
+    manifest = blobs.put(b'{"episodes": ["e1"]}', "application/json")
+    version, _ = register_checkpoint(
+        registry, blobs, checkpoint(tmp_path / "ckpt"), lineage(name, manifest), run_id=run_id, round=0
+    )
+    training = registry.get_run(version.run_id or "")
+    assert training.parent_run_id == parent and training.tags["flywheel_role"] == "training"
+    assert registry.metric_history(version.run_id or "", "loss") == [(10, 2.0), (20, 1.5), (30, 1.0)]
+    (dataset,) = registry.datasets(version.run_id or "")
+    assert dataset.source["event_offsets"] == {"episodes/0": 120, "verdicts/3": 7}
+    assert dataset.source["manifest_blob"] == manifest.sha256 and dataset.profile == {"examples": 5, "examples_self": 2}
+
+    evaluated = dev_evaluated(name, version.version, run_id, 0, tool_use=0.5)
+    evaluation = log_dev_evaluation(registry, evaluated)
+    assert log_dev_evaluation(registry, evaluated) == evaluation  # a redelivered event logs no second run
+    shown_eval = registry.get_run(evaluation)
+    assert shown_eval.parent_run_id == parent and shown_eval.metrics["dev_tool_use"] == 0.5
+    assert shown_eval.metrics["dev_overall"] == evaluated.overall and shown_eval.params["evaluates"] == "model"
+
+    alone, _ = register_checkpoint(  # `flywheel train` outside a flywheel run: a top-level run
+        registry, blobs, checkpoint(tmp_path / "ckpt2"), lineage(name, manifest), run_id="train-x"
+    )
+    assert registry.get_run(alone.run_id or "").parent_run_id is None
+
+
+def test_the_parent_run_gets_per_round_metrics_and_the_report(registry, tmp_path):
+    name, run_id = f"planner-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    parent = start_parent_run(registry, LoopConfig(learner=LearnerConfig(model_name=name)), run_id, URLS)
+    rows = [
+        RoundRow(round=0, dev_overall=0.25, dev_per_category={"tool_use": 0.5}, admitted=40, rejected=3),
+        RoundRow(round=1, dev_overall=0.5, admitted=12, admitted_self=6, train_examples=60, train_examples_self=15),
+    ]
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.html").write_text("<html>report</html>")
+    (out / "report.json").write_text("{}")
+    finish_parent_run(registry, parent, RunReport(run_id, rows), out)
+
+    assert registry.metric_history(parent, "dev_overall") == [(0, 0.25), (1, 0.5)]
+    assert registry.metric_history(parent, "admitted") == [(0, 40.0), (1, 12.0)]
+    assert registry.metric_history(parent, "self_generated_share") == [(1, 0.25)]
+    assert registry.metric_history(parent, "dev_tool_use") == [(0, 0.5)]
+    assert registry.get_run(parent).status == "FINISHED"
+    local = registry.download_artifacts(parent, "report", tmp_path / "download")
+    assert (local / "report.html").read_text() == "<html>report</html>" and (local / "report.json").is_file()
+
+
+def test_the_parent_run_names_the_code_it_ran():
+    assert re.fullmatch(r"[0-9a-f]{40}", git_commit())
