@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from infra.cli import audit, consume, review, run, sandbox, schemas, serve, smoke, stack, status, train
+from infra.cli import audit, consume, review, run, sandbox, schemas, serve, smoke, stack, status, train, ui
 from infra.cli.errors import FlywheelGroup, mask_logs
 from infra.cli.quiet import QUIET_COMMANDS, quiet_libraries
 
@@ -54,6 +54,7 @@ app.add_typer(audit.export_app, name="export")
 app.add_typer(review.app, name="review")
 app.add_typer(train.app, name="train")
 app.command("eval")(train.evaluate)
+app.command("ui")(ui.ui)
 app.add_typer(stack.app, name="stack")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(sandbox.app, name="sandbox")
