@@ -1,5 +1,6 @@
-"""`flywheel run`'s console holds only the project's own lines; library bars, warnings and raw training dicts go
-to ``runs/<run_id>/logs/flywheel.log`` (a real one-round run in a subprocess, on the embedded adapters)."""
+"""A real one-round `flywheel run` in a subprocess, on the embedded adapters: its console holds only the project's
+own lines (library bars, warnings and raw training dicts go to ``runs/<run_id>/logs/flywheel.log``), and MLflow
+holds one parent run with the round's training run nested under it"""
 
 from __future__ import annotations
 
@@ -70,8 +71,14 @@ def flywheel_run(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
 
 
-def test_the_console_of_a_run_holds_only_the_projects_lines(tmp_path):
-    done = flywheel_run(tmp_path)
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    tmp_path = tmp_path_factory.mktemp("run")
+    return tmp_path, flywheel_run(tmp_path)
+
+
+def test_the_console_of_a_run_holds_only_the_projects_lines(run_dir):
+    tmp_path, done = run_dir
     console = done.stdout + done.stderr
     assert done.returncode == 0, console[-3000:]
     assert "round 0:" in done.stdout and "dev Overall per round" in done.stdout
@@ -83,3 +90,26 @@ def test_the_console_of_a_run_holds_only_the_projects_lines(tmp_path):
     assert "Creating initial MLflow database tables" in log  # MLflow's records, through our handler
     steps = [line for line in log.splitlines() if "flywheel.learner.sft INFO step" in line and " loss=" in line]
     assert len(steps) >= 3  # every logging step of the SFT run, as a record instead of a printed dict
+
+
+def test_mlflow_holds_a_parent_run_with_the_rounds_runs_nested(run_dir):
+    tmp_path, done = run_dir
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    from infra.bootstrap import open_registry
+
+    registry = open_registry(f"sqlite:///{tmp_path}/mlflow.db")
+    parent = registry.find_run("planner", {"flywheel_run_id": "quiet", "flywheel_role": "flywheel-run"})
+    assert parent is not None and parent in "".join(done.stdout.split())  # the console names it
+    run = registry.get_run(parent)
+    assert run.status == "FINISHED" and run.tags["bus"].startswith("sqlite:///") and "dev_overall" in run.metrics
+    assert [step for step, _ in registry.metric_history(parent, "dev_overall")] == [0]
+    assert {p.name for p in registry.download_artifacts(parent, "report", tmp_path / "artifacts").iterdir()} >= {
+        "report.html",
+        "report.json",
+        "dev.png",
+    }
+    training = registry.find_run("planner", {"flywheel_run_id": "quiet", "flywheel_role": "training"})
+    assert training is not None and registry.get_run(training).parent_run_id == parent
+    assert len(registry.metric_history(training, "loss")) == 3  # 6 steps, logged every 2: a curve, not a point
+    (dataset,) = registry.datasets(training)
+    assert dataset.profile["examples"] >= 8 and any(k.startswith("episodes/") for k in dataset.source["event_offsets"])
