@@ -337,6 +337,7 @@ def build_examples() -> dict[str, Event]:
             revision_id="rev-0003",
             base_version="2",
             patch=_blob("2", 740),
+            patch_kinds=["add_instruction"],
             summary="Tell the policy to resolve names through memory before contacts.search.",
             targets=["argument_grounding"],
             motivated_by=[_event_id(15)],

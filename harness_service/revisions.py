@@ -8,7 +8,14 @@ Each kind is a typed patch (a frozen pydantic model with a ``kind`` tag) over ``
   ``Skill <name>: use <tools>. <note>`` in ``instructions`` (the config has no skill list of its own;
   the skill library is versioned apart, so notes ride in the instructions every context starts with);
 - ``set_memory_policy``: set fields of ``MemoryPolicy``;
-- ``set_budgets``: set fields of ``HarnessBudgets``.
+- ``set_budgets``: set fields of ``HarnessBudgets``;
+- ``set_tool_note``: set (or clear) the one-line note a compact context shows for a tool in place of its
+  description (``CompactContext.tool_notes``): a tool-description edit that reaches a small model's window;
+- ``set_tool_selection``: set the compact profile's tool-selection policy (``tool_top_k`` tools a step shows,
+  ``tool_description_chars``, ``skill_chars``, ``offer_skills``).
+
+The last two need a compact profile (``HarnessConfig.compact``): they edit the system turn a small model's
+window keeps, where the instruction kinds only append to its head.
 
 ``apply`` raises :class:`InvalidPatch` (with the reason) for a patch that does not fit the base — an
 instruction or skill already there, a passage or skill that is missing, a value out of range — or that
@@ -24,14 +31,23 @@ from typing import Annotated, Literal, get_args
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from harness_service.config import HarnessBudgets, HarnessConfig, MemoryPolicy
+from harness_service.config import CompactContext, HarnessBudgets, HarnessConfig, MemoryPolicy
 
 ChangeKind = Literal[
-    "add_instruction", "edit_instruction", "add_skill", "edit_skill", "set_memory_policy", "set_budgets"
+    "add_instruction",
+    "edit_instruction",
+    "add_skill",
+    "edit_skill",
+    "set_memory_policy",
+    "set_budgets",
+    "set_tool_note",
+    "set_tool_selection",
 ]
 CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)
 MAX_LINE_CHARS = 160
 """Instruction lines stay short: the CPU model reads a small prompt window."""
+MAX_NOTE_CHARS = 100
+"""A tool note is one line of the compact tool list: it costs window tokens on every step that shows the tool."""
 PATCH_MEDIA_TYPE = "application/vnd.flywheel.harness-patch+json"
 _SKILL_LINE = re.compile(r"^Skill ([a-z0-9_-]+): ", re.MULTILINE)
 
@@ -134,8 +150,44 @@ class SetBudgets(_Patch):
     max_invalid_actions: int | None = None
 
 
+class SetToolNote(_Patch):
+    """Show ``note`` for ``tool`` in the compact tool list (an empty note removes the harness's note)."""
+
+    kind: Literal["set_tool_note"] = "set_tool_note"
+    tool: Annotated[str, Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_]+$", max_length=128)]
+    note: str = ""
+
+    @field_validator("note")
+    @classmethod
+    def _note(cls, value: str) -> str:
+        value = value.strip()
+        if "\n" in value or "\r" in value:
+            raise ValueError("must be one line")
+        if len(value) > MAX_NOTE_CHARS:
+            raise ValueError(f"must be at most {MAX_NOTE_CHARS} characters, got {len(value)}")
+        return value
+
+
+class SetToolSelection(_Patch):
+    """Set the given fields of the compact profile's tool selection (unset fields keep the base value)."""
+
+    kind: Literal["set_tool_selection"] = "set_tool_selection"
+    tool_top_k: int | None = None
+    tool_description_chars: int | None = None
+    skill_chars: int | None = None
+    offer_skills: bool | None = None
+
+
 Patch = Annotated[
-    AddInstruction | EditInstruction | AddSkill | EditSkill | SetMemoryPolicy | SetBudgets, Field(discriminator="kind")
+    AddInstruction
+    | EditInstruction
+    | AddSkill
+    | EditSkill
+    | SetMemoryPolicy
+    | SetBudgets
+    | SetToolNote
+    | SetToolSelection,
+    Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter[Patch] = TypeAdapter(Patch)
 
@@ -182,6 +234,8 @@ def apply(base: HarnessConfig, patch: Patch) -> HarnessConfig:
         result = _apply_skill(base, patch)
     elif isinstance(patch, SetMemoryPolicy):
         result = base.model_copy(update={"memory": _set(MemoryPolicy, base.memory, patch)})
+    elif isinstance(patch, SetToolNote | SetToolSelection):
+        result = base.model_copy(update={"compact": _apply_compact(base, patch)})
     else:
         result = base.model_copy(update={"budgets": _set(HarnessBudgets, base.budgets, patch)})
     if result == base:
@@ -200,6 +254,19 @@ def _apply_skill(base: HarnessConfig, patch: AddSkill | EditSkill) -> HarnessCon
         raise InvalidPatch(f"skill {patch.name!r} has no note to edit; use add_skill")
     lines = [line if existing == notes[patch.name] else existing for existing in base.instructions.splitlines()]
     return base.model_copy(update={"instructions": "\n".join(lines)})
+
+
+def _apply_compact(base: HarnessConfig, patch: SetToolNote | SetToolSelection) -> CompactContext:
+    if base.compact is None:
+        raise InvalidPatch(f"{patch.kind} needs a compact harness profile; {base.name} renders every tool in full")
+    if isinstance(patch, SetToolSelection):
+        return _set(CompactContext, base.compact, patch)  # type: ignore[return-value]
+    notes = dict(base.compact.tool_notes)
+    if patch.note:
+        notes[patch.tool] = patch.note
+    elif notes.pop(patch.tool, None) is None:
+        raise InvalidPatch(f"{patch.tool} has no note to remove")
+    return base.compact.model_copy(update={"tool_notes": dict(sorted(notes.items()))})
 
 
 def _kind(patch: BaseModel) -> str:

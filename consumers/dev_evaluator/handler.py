@@ -5,19 +5,34 @@ group id ``dev-eval:<kind>:<policy>:<harness>`` (``kind`` is ``model`` for a new
 ``harness`` for a harness revision). When every episode of the group is verified, :func:`summarise`
 makes the DevSetEvaluated: per-category success, Overall = 0.5*tool_use + 0.2*memory + 0.2*skills +
 0.1*sub_agent, tokens and tool calls per task, cost per 1K tasks when every episode had a price.
+
+A harness revision is proven by a paired A/B (:func:`compare_paired`): its dev episodes against its parent
+version's with the same model checkpoint on the same task instances (same seeds), per task. It goes to
+``@production`` only when the paired difference in Overall is not negative (:func:`revision_decided`, an event).
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
-from bus_schemas.envelope import Event, Producer
-from bus_schemas.events import DevSetEvaluated, EpisodeEnded, EpisodeVerified, RolloutRequested, TaskSpecified
+from bus_schemas.envelope import Event, Producer, correlate
+from bus_schemas.events import (
+    OVERALL_WEIGHTS,
+    DevSetEvaluated,
+    EpisodeEnded,
+    EpisodeVerified,
+    HarnessRevisionDecided,
+    RolloutRequested,
+    TaskSpecified,
+)
 from bus_schemas.events.training import category_scores, overall_score
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"  # 0.2.0: harness revisions are promoted on a paired A/B against their parent
 PREFIX = "dev-eval:"
 Kind = Literal["model", "harness"]
 
@@ -102,3 +117,133 @@ def is_better(evaluated: DevSetEvaluated, earlier: Sequence[DevSetEvaluated]) ->
     if base is None:
         return evaluated.evaluates == "model"
     return evaluated.overall > base.overall
+
+
+AB_DECIDER = "auto:paired_ab"
+"""``decided_by`` of the A/B decision (``auto:``: the reviser does not publish on it; it was published already)."""
+BOOTSTRAP_SAMPLES = 2000
+INTERVAL = 0.95
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """A revision against its parent on the same tasks: Overall of each over the paired tasks, their difference
+    (revision - parent) with a ``INTERVAL`` paired-bootstrap interval, and the tasks only one of them solved."""
+
+    tasks: int
+    parent_overall: float
+    revision_overall: float
+    delta: float
+    low: float
+    high: float
+    wins: int
+    losses: int
+
+    @property
+    def regresses(self) -> bool:
+        """The revision does worse than its parent on the paired tasks (any negative difference counts)."""
+        return self.delta < 0
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "paired_delta": self.delta,
+            "paired_low": self.low,
+            "paired_high": self.high,
+            "parent_overall": self.parent_overall,
+            "revision_overall": self.revision_overall,
+            "paired_tasks": float(self.tasks),
+            "wins": float(self.wins),
+            "losses": float(self.losses),
+        }
+
+
+def outcomes(requests: Sequence[RolloutRequested], verdicts: Mapping[str, EpisodeVerified]) -> dict[str, bool]:
+    """Task id -> solved, for the requests that have a verdict (the first request of a task when it repeats)."""
+    found: dict[str, bool] = {}
+    for request in sorted(requests, key=lambda r: (r.task_id, r.episode_id)):
+        verdict = verdicts.get(request.episode_id)
+        if verdict is not None:
+            found.setdefault(request.task_id, verdict.outcome == "success")
+    return found
+
+
+def _overall(pairs: Mapping[str, Sequence[tuple[bool, bool]]]) -> tuple[float, float]:
+    """(parent, revision) Overall over per-category pairs; a category without paired tasks counts 0 for both."""
+    rates: list[dict[str, float]] = [
+        {c: (sum(p[i] for p in pairs[c]) / len(pairs[c]) if pairs.get(c) else 0.0) for c in OVERALL_WEIGHTS}
+        for i in (0, 1)
+    ]
+    return overall_score(rates[0]), overall_score(rates[1])
+
+
+def compare_paired(
+    parent: Mapping[str, bool],
+    revision: Mapping[str, bool],
+    category: Mapping[str, str],
+    seed: str,
+    samples: int = BOOTSTRAP_SAMPLES,
+) -> PairedResult | None:
+    """The paired comparison over the tasks both evaluations ran (None when they share none).
+
+    The interval resamples tasks with replacement within each category (the Overall weights are per category),
+    keeping each task's pair together; ``seed`` (e.g. the two versions) makes it reproducible on replay.
+    """
+    common = sorted(set(parent) & set(revision))
+    if not common:
+        return None
+    pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for task_id in common:
+        pairs[category[task_id]].append((parent[task_id], revision[task_id]))
+    before, after = _overall(pairs)
+    rng = random.Random(int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big"))
+    deltas = []
+    for _ in range(samples):
+        drawn = {c: [ps[rng.randrange(len(ps))] for _ in ps] for c, ps in pairs.items()}
+        b, a = _overall(drawn)
+        deltas.append(a - b)
+    deltas.sort()
+    tail = (1 - INTERVAL) / 2
+    low, high = deltas[int(tail * (samples - 1))], deltas[int(round((1 - tail) * (samples - 1)))]
+    return PairedResult(
+        tasks=len(common),
+        parent_overall=before,
+        revision_overall=after,
+        delta=after - before,
+        low=low,
+        high=high,
+        wins=sum(revision[t] and not parent[t] for t in common),
+        losses=sum(parent[t] and not revision[t] for t in common),
+    )
+
+
+def revision_decided(
+    evaluated: DevSetEvaluated,
+    harness_name: str,
+    revision_id: str,
+    parent_version: str,
+    paired: PairedResult | None,
+    producer: Producer,
+) -> HarnessRevisionDecided:
+    """The A/B decision on a published revision: accepted (to ``@production``) when it does not regress."""
+    model = f"{evaluated.model_name}/{evaluated.model_version}"
+    if paired is None:
+        decision, reason = "rejected", f"no paired dev evaluation of the parent {parent_version} with {model}"
+    else:
+        verdict = "regresses" if paired.regresses else "does not regress"
+        decision = "rejected" if paired.regresses else "accepted"
+        reason = (
+            f"{verdict}: paired dev Overall {paired.revision_overall:.3f} vs {paired.parent_overall:.3f} "
+            f"({parent_version}) with {model} on {paired.tasks} tasks, delta {paired.delta:+.3f} "
+            f"[{paired.low:+.3f}, {paired.high:+.3f}] ({INTERVAL:.0%} paired bootstrap), "
+            f"{paired.wins} won, {paired.losses} lost"
+        )
+    return HarnessRevisionDecided(
+        producer=producer,
+        **correlate(evaluated),
+        harness_name=harness_name,
+        revision_id=revision_id,
+        decision=decision,  # type: ignore[arg-type]
+        decided_by=AB_DECIDER,
+        reason=reason,
+        metrics=paired.metrics() if paired is not None else {},
+    )

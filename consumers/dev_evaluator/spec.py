@@ -3,23 +3,46 @@
 Reads the group's RolloutRequested (``rollouts``), verdicts (``verdicts``), EpisodeEnded (``episodes``) and
 tasks from the log. Fires once per group: it checks the ``models`` topic for its earlier output and
 remembers what this process emitted. As a side effect it records the dev scores on the registry version
-and points ``@production`` at a model or harness version that beats its baseline (see ``handler.is_better``).
+and points ``@production`` at a model version that beats its baseline (see ``handler.is_better``).
+
+A published harness revision (``harness`` topic: its HarnessVersionPublished and HarnessRevisionProposed name
+the parent version) is compared per task with the parent's dev episodes of the same policy version
+(``handler.compare_paired``); the HarnessRevisionDecided of that A/B goes out with the DevSetEvaluated, and
+``@production`` moves to the revision only when it was accepted (it does not regress).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from functools import cached_property
 
 from bus_schemas.envelope import Event, Producer
-from bus_schemas.events import DevSetEvaluated, EpisodeEnded, EpisodeVerified, RolloutRequested
-from bus_schemas.topics import TOPIC_EPISODES, TOPIC_MODELS, TOPIC_ROLLOUTS, TOPIC_VERDICTS
+from bus_schemas.events import (
+    DevSetEvaluated,
+    EpisodeEnded,
+    EpisodeVerified,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
+    HarnessVersionPublished,
+    RolloutRequested,
+)
+from bus_schemas.topics import TOPIC_EPISODES, TOPIC_HARNESS, TOPIC_MODELS, TOPIC_ROLLOUTS, TOPIC_VERDICTS
 from consumers.common.log_index import LogIndex
 from consumers.common.sources import Sources
-from consumers.dev_evaluator.handler import VERSION, is_better, kind_of, summarise
+from consumers.dev_evaluator.handler import (
+    VERSION,
+    compare_paired,
+    is_better,
+    kind_of,
+    outcomes,
+    revision_decided,
+    summarise,
+)
 from infra.bootstrap import Ports
 from infra.registry.port import RegistryError
 from infra.runtime import ConsumerSpec
+from learner.tracking import log_dev_evaluation
 
 NAME = "dev_evaluator"
 PRODUCER = Producer(service=NAME, version=VERSION)
@@ -33,6 +56,21 @@ def _dev_request_key(event: Event) -> str | None:
 
 def _dev_group_key(event: Event) -> str | None:
     return event.group_id if isinstance(event, RolloutRequested) and kind_of(event.group_id) else None
+
+
+def _dev_pair_key(event: Event) -> str | None:
+    """Dev requests by (policy, harness): where the parent evaluation of a revision is found."""
+    if isinstance(event, RolloutRequested) and kind_of(event.group_id):
+        return f"{event.policy_version}|{event.harness_version}"
+    return None
+
+
+def _harness_key(event: Event) -> str | None:
+    if isinstance(event, HarnessVersionPublished) and event.revision_id is not None:
+        return f"published:{event.harness_version}"
+    if isinstance(event, HarnessRevisionProposed):
+        return f"proposed:{event.revision_id}"
+    return None
 
 
 class DevEvaluator:
@@ -54,6 +92,16 @@ class DevEvaluator:
     def groups(self) -> LogIndex:
         assert self.ports is not None
         return LogIndex(self.ports.bus, TOPIC_ROLLOUTS, _dev_group_key)
+
+    @cached_property
+    def pairs(self) -> LogIndex:
+        assert self.ports is not None
+        return LogIndex(self.ports.bus, TOPIC_ROLLOUTS, _dev_pair_key)
+
+    @cached_property
+    def revisions(self) -> LogIndex:
+        assert self.ports is not None
+        return LogIndex(self.ports.bus, TOPIC_HARNESS, _harness_key)
 
     @cached_property
     def verdicts(self) -> LogIndex:
@@ -101,11 +149,45 @@ class DevEvaluator:
             self._fired.add(group)
             return []  # published before (a redelivery after a crash)
         self._fired.add(group)
-        self._record(evaluated, is_better(evaluated, earlier))
-        return [evaluated]
+        decided = self._paired_decision(evaluated, members, verdicts) if evaluated.evaluates == "harness" else None
+        better = decided.decision == "accepted" if decided is not None else is_better(evaluated, earlier)
+        self._record(evaluated, better)
+        return [evaluated] if decided is None else [evaluated, decided]
+
+    def _paired_decision(
+        self, evaluated: DevSetEvaluated, members: list[RolloutRequested], verdicts: Mapping[str, Event]
+    ) -> HarnessRevisionDecided | None:
+        """The A/B decision on a published revision against its parent (None: the version is no revision)."""
+        self.revisions.catch_up()
+        published = self.revisions.get(f"published:{evaluated.harness_version}")
+        if not published:
+            return None
+        revision = published[0]
+        assert isinstance(revision, HarnessVersionPublished) and revision.revision_id is not None
+        proposals = self.revisions.get(f"proposed:{revision.revision_id}")
+        if not proposals:
+            return None
+        proposal = proposals[0]
+        assert isinstance(proposal, HarnessRevisionProposed)
+        parent_version, policy = proposal.base_version, members[0].policy_version
+        self.pairs.catch_up()
+        parent_requests = [r for r in self.pairs.get(f"{policy}|{parent_version}") if isinstance(r, RolloutRequested)]
+        parent_verdicts = {r.episode_id: v for r in parent_requests for v in self.verdicts.get(r.episode_id)[:1]}
+        solved = {k: v for k, v in verdicts.items() if isinstance(v, EpisodeVerified)}
+        tasks = {r.task_id: self.sources.task(r.task_id).category for r in [*members, *parent_requests]}
+        paired = compare_paired(
+            outcomes(parent_requests, parent_verdicts),  # type: ignore[arg-type]
+            outcomes(members, solved),
+            tasks,
+            seed=f"{policy}|{parent_version}|{evaluated.harness_version}",
+        )
+        return revision_decided(
+            evaluated, proposal.harness_name, proposal.revision_id, parent_version, paired, PRODUCER
+        )
 
     def _record(self, evaluated: DevSetEvaluated, better: bool) -> None:
-        """Dev scores as version tags; ``@production`` for the better version. Registry trouble is logged, not fatal."""
+        """Dev scores as version tags and a dev-evaluation run; ``@production`` for the better version. Registry
+        trouble is logged, not fatal."""
         assert self.ports is not None
         registry = self.ports.registry
         if evaluated.evaluates == "model":
@@ -116,6 +198,7 @@ class DevEvaluator:
             return  # scripted policies and the built-in harness are not registry versions
         try:
             registry.set_version_tag(name, version, "dev_overall", f"{evaluated.overall:.6f}")
+            log_dev_evaluation(registry, evaluated)  # a run nested under the flywheel run's, for trackers
             if better:
                 registry.set_alias(name, PRODUCTION, version)
                 log.info("%s/%s is now @%s (dev Overall %.3f)", name, version, PRODUCTION, evaluated.overall)

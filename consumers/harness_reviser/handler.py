@@ -24,11 +24,11 @@ from bus_schemas.events import (
     TaskSpecified,
 )
 from consumers.harness_reviser.config import ReviserConfig
-from consumers.harness_reviser.rules import TEMPLATES, Cluster, Draft, ToolDocs
+from consumers.harness_reviser.rules import TEMPLATES, Cluster, Draft, Procedure, ToolDocs
 from harness_service.config import HarnessConfig
 from harness_service.revisions import AddInstruction, InvalidPatch, Patch, apply, patch_digest
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"  # 0.2.0: window edits (tool notes, tool selection) from solution traces; patch_kinds
 AUTO = "auto:"
 
 
@@ -51,12 +51,20 @@ class Skip:
     reason: str
 
 
-def clusters(diagnoses: Sequence[FailureDiagnosed], tasks: Mapping[str, TaskSpecified]) -> dict[str, Cluster]:
-    """Diagnoses grouped by attribution, in log order."""
+def clusters(
+    diagnoses: Sequence[FailureDiagnosed], tasks: Mapping[str, TaskSpecified], procedure: Procedure | None = None
+) -> dict[str, Cluster]:
+    """Diagnoses grouped by attribution, in log order, with each failing task's solution trace when known."""
     groups: dict[str, list[FailureDiagnosed]] = {}
     for d in diagnoses:
         groups.setdefault(d.attribution, []).append(d)
-    return {cat: Cluster(cat, tuple(ds), tasks) for cat, ds in groups.items()}  # type: ignore[arg-type]
+    traces: dict[str, tuple[str, ...]] = {}
+    for task_id in dict.fromkeys(d.task_id for d in diagnoses):
+        task = tasks.get(task_id)
+        calls = procedure(task) if procedure is not None and task is not None else None
+        if calls:
+            traces[task_id] = tuple(calls)
+    return {cat: Cluster(cat, tuple(ds), tasks, traces) for cat, ds in groups.items()}  # type: ignore[arg-type]
 
 
 def _capability(cluster: Cluster) -> str | None:
@@ -91,9 +99,10 @@ def choose(
     cfg: ReviserConfig,
     docs: ToolDocs,
     writer: Writer | None = None,
+    procedure: Procedure | None = None,
 ) -> Proposal | Skip:
     """The revision for this round, or why there is none."""
-    found = clusters(diagnoses, tasks)
+    found = clusters(diagnoses, tasks, procedure)
     counts = ", ".join(f"{c} {len(found[c].diagnoses)}" for c in sorted(found)) or "none"
     order = list(TEMPLATES)
     eligible = sorted(
@@ -151,6 +160,7 @@ def proposed(
         revision_id=revision_id(base.name, base_version, dev.round, proposal.patch),
         base_version=base_version,
         patch=patch_ref,
+        patch_kinds=[proposal.patch.kind],
         summary=proposal.summary,
         targets=[proposal.cluster.category],
         motivated_by=[d.event_id for d in proposal.cluster.diagnoses],

@@ -14,8 +14,18 @@ Each template returns a :class:`Draft` (the patch and why) or None when its chan
 |  | +5 steps, only up to what the failing tasks' own budgets allow (a task's budget caps the harness's) |
 | premature_termination | add_instruction "Before finish, check that every part of the goal is done." |
 | hallucinated_completion | add_instruction "In the answer, state only facts read in tool results." |
+| invalid_output | compact profile only: the window edit below |
 
-policy_violation, environment_error, invalid_output and other have no template yet.
+With a compact harness profile (what a small model's window keeps), tool_routing, argument_grounding and
+invalid_output first try a **window edit** drawn from the failing tasks' traces (the tool calls of each task's
+reference solution, ``Cluster.procedures``), one incremental change at a time:
+
+- ``set_tool_selection``: the first tool a failing task's solution calls is not among the ``tool_top_k`` tools
+  its first step shows (BM25 of the goal) but would be with one or two more: show that many;
+- ``set_tool_note``: the tool the failing tasks' solutions call most often, that has no note yet, gets the
+  procedure it belongs to as its note (``step 1 of 2: search_contacts > send_message``).
+
+policy_violation, environment_error and other have no template yet.
 
 Budget and memory patches must bind: a patch is drafted only when it changes what at least one failing task's
 episode gets (:func:`harness_service.runner.budgets.effective_budgets` for steps, the task's seeded facts for
@@ -25,18 +35,21 @@ retrieval); otherwise the template falls back to its instruction or yields to th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from bus_schemas.events import Budgets, FailureCategory, FailureDiagnosed, TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.revisions import (
+    MAX_NOTE_CHARS,
     AddInstruction,
     AddSkill,
     EditSkill,
     Patch,
     SetBudgets,
     SetMemoryPolicy,
+    SetToolNote,
+    SetToolSelection,
     skill_notes,
 )
 from harness_service.runner.budgets import effective_budgets
@@ -45,6 +58,8 @@ from producers.backends.base import ToolSpec
 
 ToolDocs = Callable[[str], ToolSpec | None]
 """A tool's spec by name (None when unknown), for naming the right tools in a skill note."""
+Procedure = Callable[[TaskSpecified], Sequence[str] | None]
+"""The tool calls (names, in order) of a task's reference solution; None when the task has none."""
 
 GROUNDING = "Copy names, times and ids exactly as written in the goal."
 ROUTING = "Call only the tools listed for this task, by their exact names."
@@ -56,6 +71,9 @@ CONCENTRATED = 0.6
 MAX_TOP_K = 8
 MAX_STEPS = 60
 SKILL_TOOLS = 3
+MAX_SHOWN_TOOLS = 6
+"""A window edit shows at most this many tools a step (the compact system turn must fit the window)."""
+MAX_RAISE = 2
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,8 @@ class Cluster:
     category: FailureCategory
     diagnoses: tuple[FailureDiagnosed, ...]
     tasks: Mapping[str, TaskSpecified]
+    procedures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Task id -> the tool calls of its reference solution (the trace a window edit is drawn from)."""
 
     def examples(self, limit: int = 3) -> list[str]:
         return list(dict.fromkeys(d.explanation[:160] for d in self.diagnoses))[:limit]
@@ -84,6 +104,8 @@ def _instruction(text: str, base: HarnessConfig, why: str) -> Draft | None:
 
 
 def argument_grounding(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
+    if (draft := window_edit(cluster, base, docs)) is not None:
+        return draft
     return _instruction(GROUNDING, base, "tool calls got arguments not grounded in the goal")
 
 
@@ -158,7 +180,62 @@ def _right_tools(cluster: Cluster, app: str, docs: ToolDocs) -> list[str]:
     return sorted(sorted(votes), key=lambda name: -votes[name])[:SKILL_TOOLS]
 
 
+def _failing(cluster: Cluster) -> list[tuple[TaskSpecified, tuple[str, ...]]]:
+    """Each failing task once (log order) with its solution's tool calls, when it has any."""
+    seen = dict.fromkeys(d.task_id for d in cluster.diagnoses)
+    return [(cluster.tasks[t], p) for t in seen if t in cluster.tasks and (p := cluster.procedures.get(t))]
+
+
+def _first_step_tools(task: TaskSpecified, docs: ToolDocs, top_k: int) -> list[str]:
+    """The tools a compact context's first step shows for ``task`` (nothing loaded or called yet)."""
+    specs = [s for name in task.tools if (s := docs(name)) is not None]
+    return select_tools(task.goal, specs, top_k) if top_k else []
+
+
+def _short(tool: str) -> str:
+    return tool.split(".", 1)[-1]
+
+
+def _procedure_note(tool: str, procedures: Sequence[tuple[str, ...]]) -> str:
+    """``step i of n: a > b > c``: the most common solution (deduplicated calls) that calls ``tool``."""
+    plans = Counter(tuple(dict.fromkeys(p)) for p in procedures if tool in p)
+    plan = min(plans, key=lambda p: (-plans[p], p))
+    note = f"step {plan.index(tool) + 1} of {len(plan)}: " + " > ".join(_short(t) for t in plan)
+    return note if len(note) <= MAX_NOTE_CHARS else note[: MAX_NOTE_CHARS - 3].rstrip() + "..."
+
+
+def window_edit(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
+    """An incremental edit of what a compact context shows, from the failing tasks' traces; None without a compact
+    profile or traces, or when every edit it would make is already in the base."""
+    compact = base.compact
+    failing = _failing(cluster)
+    if compact is None or not failing:
+        return None
+    k = compact.tool_top_k
+    missed = [(t, p) for t, p in failing if p[0] not in _first_step_tools(t, docs, k)]
+    for more in range(k + 1, min(k + MAX_RAISE, MAX_SHOWN_TOOLS) + 1):
+        found = sum(p[0] in _first_step_tools(t, docs, more) for t, p in missed)
+        if found:
+            why = (
+                f"the first tool of {found} of {len(failing)} failing tasks' solutions is not among the {k} tools "
+                f"their first step shows; {more} shows it"
+            )
+            return Draft(SetToolSelection(tool_top_k=more), why)
+    votes = Counter(tool for _, p in failing for tool in set(p) if tool not in compact.tool_notes)
+    if not votes:
+        return None
+    tool = min(votes, key=lambda name: (-votes[name], name))
+    why = f"{votes[tool]} of {len(failing)} failing tasks' solutions call {tool}: its note now says where it fits"
+    return Draft(SetToolNote(tool=tool, note=_procedure_note(tool, [p for _, p in failing])), why)
+
+
+def invalid_output(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
+    return window_edit(cluster, base, docs)
+
+
 def tool_routing(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
+    if (draft := window_edit(cluster, base, docs)) is not None:
+        return draft
     share = _app_share(cluster)
     if share is not None and share[1] >= CONCENTRATED and (tools := _right_tools(cluster, share[0], docs)):
         app = share[0]
@@ -179,5 +256,6 @@ TEMPLATES: dict[str, Template] = {
     "recovery": recovery,
     "premature_termination": premature_termination,
     "hallucinated_completion": hallucinated_completion,
+    "invalid_output": invalid_output,
 }
 """Category -> template, in tie-break order."""

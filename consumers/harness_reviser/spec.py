@@ -5,7 +5,7 @@ registry -> Skipped, Proposed, or Proposed + Decided(auto) + Published; a human'
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from bus_schemas.envelope import Event, Producer, correlate
@@ -15,13 +15,14 @@ from bus_schemas.events import (
     HarnessRevisionDecided,
     HarnessRevisionProposed,
     HarnessVersionPublished,
+    TaskSpecified,
 )
 from bus_schemas.topics import TOPIC_DIAGNOSES, TOPIC_HARNESS, TOPIC_MODELS
 from consumers.common.log_index import LogIndex
 from consumers.common.sources import MissingInput, Sources
 from consumers.harness_reviser.config import ReviserConfig
 from consumers.harness_reviser.handler import VERSION, Skip, Writer, auto_decided, choose, is_input, proposed, skipped
-from consumers.harness_reviser.rules import ToolDocs
+from consumers.harness_reviser.rules import Procedure, ToolDocs
 from harness_service.config import HarnessConfig
 from harness_service.revisions import PATCH_MEDIA_TYPE, apply, parse_patch, patch_bytes
 from harness_service.versions import find_version, load_harness_version, publish_harness_version
@@ -39,6 +40,28 @@ def sandbox_docs(name: str) -> ToolSpec | None:
 
     tool = TOOLS.get(name)
     return tool.spec if tool is not None else None
+
+
+@lru_cache(maxsize=4096)
+def _sandbox_calls(task_json: str) -> tuple[str, ...]:
+    from bus_schemas.actions import ToolCall
+    from producers.backends.sandbox.backend import SandboxBackend
+    from producers.tasks.runner import run_episode
+    from producers.tasks.solver import reference_solver
+
+    task = TaskSpecified.model_validate_json(task_json)
+    try:
+        episode = run_episode(SandboxBackend(), task, reference_solver)
+    except KeyError:  # not a template task: no reference solution
+        return ()
+    return tuple(a.name for a in episode.actions if isinstance(a, ToolCall))
+
+
+def sandbox_procedure(task: TaskSpecified) -> tuple[str, ...] | None:
+    """The tool calls of ``task``'s reference solution in the sandbox (deterministic); None for other tasks."""
+    if task.backend != "sandbox":
+        return None
+    return _sandbox_calls(task.model_dump_json()) or None
 
 
 def load_base(registry, ref: str) -> tuple[HarnessConfig, str] | None:
@@ -59,10 +82,15 @@ def load_base(registry, ref: str) -> tuple[HarnessConfig, str] | None:
 
 class HarnessReviser:
     def __init__(
-        self, config: ReviserConfig | None = None, writer: Writer | None = None, docs: ToolDocs = sandbox_docs
+        self,
+        config: ReviserConfig | None = None,
+        writer: Writer | None = None,
+        docs: ToolDocs = sandbox_docs,
+        procedure: Procedure = sandbox_procedure,
     ) -> None:
         self.config = config or ReviserConfig()
         self.docs = docs
+        self.procedure = procedure
         self._writer = writer
         self.ports: Ports | None = None
 
@@ -126,7 +154,7 @@ class HarnessReviser:
         tasks = {d.task_id: self.sources.task(d.task_id) for d in diagnosed}
         # Only failures on train tasks: revising the harness from dev failures would tune it to the dev split.
         diagnoses = [d for d in diagnosed if tasks[d.task_id].split == "train"]
-        result = choose(dev, diagnoses, tasks, config, self.config, self.docs, self.writer())
+        result = choose(dev, diagnoses, tasks, config, self.config, self.docs, self.writer(), self.procedure)
         if isinstance(result, Skip):
             return [skipped(dev, config.name, base_version, result.reason, PRODUCER)]
         ref = ports.blobs.put(patch_bytes(result.patch), PATCH_MEDIA_TYPE)  # blob first, then the event

@@ -4,8 +4,9 @@ A round: RoundStarted -> (reweighter) SamplingPlanUpdated -> RolloutRequested x 
 verified and curated -> enough admitted data ? TrainingRequested : RoundCompleted -> (trainer)
 ModelVersionRegistered -> dev RolloutRequested -> (dev evaluator) DevSetEvaluated -> [with a harness
 reviser: HarnessRevisionSkipped, or Proposed (waiting for a human), or Proposed+Decided+Published ->
-dev RolloutRequested of the revision -> DevSetEvaluated] -> RoundCompleted -> next RoundStarted, which
-carries the best model and harness versions of the run so far (by dev Overall).
+dev RolloutRequested of the revision -> DevSetEvaluated + the A/B HarnessRevisionDecided] -> RoundCompleted ->
+next RoundStarted, which carries the best model (by dev Overall) and the last harness revision the paired A/B
+accepted.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from bus_schemas.events import (
     TaskSpecified,
     TrainingRequested,
 )
-from consumers.dev_evaluator.handler import Kind, group_id, is_better
+from consumers.dev_evaluator.handler import AB_DECIDER, Kind, group_id, is_better
 
 VERSION = "0.1.0"
 
@@ -185,32 +186,42 @@ def after_curation(
     return complete(cause, started, verdicts, producer)
 
 
+def is_ab_decision(event: Event) -> bool:
+    """The dev evaluator's paired A/B decision on a published revision (not the review gate's)."""
+    return isinstance(event, HarnessRevisionDecided) and event.decided_by == AB_DECIDER
+
+
 def harness_settled(round_: int, harness: list[Event], evaluations: list[DevSetEvaluated]) -> bool:
     """Has the reviser answered round ``round_``: skipped, rejected, left a proposal to a human, or had its
-    published revision evaluated on dev?"""
+    published revision evaluated on dev and decided by the paired A/B?"""
     mine = [e for e in harness if e.round == round_]
     if any(isinstance(e, HarnessRevisionSkipped) for e in mine):
         return True
     proposed = {e.revision_id for e in mine if isinstance(e, HarnessRevisionProposed)}
-    decided = {e.revision_id: e for e in mine if isinstance(e, HarnessRevisionDecided)}
-    published = {
-        e.harness_version for e in mine if isinstance(e, HarnessVersionPublished) and e.revision_id in proposed
-    }
-    evaluated = {e.harness_version for e in evaluations if e.evaluates == "harness" and e.round == round_}
+    gate = {e.revision_id: e for e in mine if isinstance(e, HarnessRevisionDecided) and not is_ab_decision(e)}
+    published = {e.revision_id for e in mine if isinstance(e, HarnessVersionPublished) and e.revision_id in proposed}
+    ab_decided = {e.revision_id for e in mine if isinstance(e, HarnessRevisionDecided) and is_ab_decision(e)}
     if not proposed:
         return False
-    waiting_for_a_human = proposed - decided.keys()
-    rejected = {r for r, d in decided.items() if d.decision == "rejected"}
-    return bool(waiting_for_a_human or rejected) or (bool(published) and published <= evaluated)
+    waiting_for_a_human = proposed - gate.keys()
+    rejected = {r for r, d in gate.items() if d.decision == "rejected"}
+    return bool(waiting_for_a_human or rejected) or (bool(published) and published <= ab_decided)
 
 
-def best_versions(started: RoundStarted, evaluations: list[DevSetEvaluated]) -> tuple[str, str]:
-    """(policy, harness) refs for the next round: the versions that beat their baselines (as the dev evaluator
-    promotes)."""
+def best_versions(
+    started: RoundStarted, evaluations: Sequence[DevSetEvaluated], decisions: Sequence[Event] = ()
+) -> tuple[str, str]:
+    """(policy, harness) refs for the next round, as the dev evaluator promotes: the model versions that beat their
+    baselines; the harness revisions the paired A/B accepted (``decisions``: the A/B HarnessRevisionDecided
+    events, each caused by its revision's DevSetEvaluated; a harness evaluation without one, as in logs from
+    before the A/B, must beat its baseline)."""
+    ab = {e.causation_id: e for e in decisions if is_ab_decision(e)}
     policy, harness = started.policy_version, started.harness_version
     earlier: list[DevSetEvaluated] = []
     for e in evaluations:
-        if is_better(e, earlier):
+        decided = ab.get(e.event_id) if e.evaluates == "harness" else None
+        better = decided.decision == "accepted" if isinstance(decided, HarnessRevisionDecided) else None
+        if better if better is not None else is_better(e, earlier):
             if e.evaluates == "model":
                 policy = f"{e.model_name}/{e.model_version}"
             else:
@@ -249,11 +260,13 @@ def next_round(
     cfg: RoundConfig,
     producer: Producer,
     evaluations: Sequence[DevSetEvaluated] = (),
+    decisions: Sequence[Event] = (),
 ) -> list[RoundStarted]:
     """The next RoundStarted with the run's best model and harness so far; none after ``max_rounds``."""
     if done.round + 1 >= cfg.max_rounds:
         return []
-    policy, harness = best_versions(started, [e for e in evaluations if e.round is not None and e.round <= done.round])
+    so_far = [e for e in evaluations if e.round is not None and e.round <= done.round]
+    policy, harness = best_versions(started, so_far, decisions)
     return [
         RoundStarted(
             producer=producer,

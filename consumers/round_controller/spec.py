@@ -94,7 +94,11 @@ class RoundController:
         self.ports = ports
         run, r = event.run_id, event.round
         if isinstance(event, RoundCompleted):
-            return list(next_round(event, self._started(run, r), self.config, PRODUCER, self._evaluations(run)))
+            return list(
+                next_round(
+                    event, self._started(run, r), self.config, PRODUCER, self._evaluations(run), self._decisions(run)
+                )
+            )
         if r is None or isinstance(event, RoundStarted):
             return []
         started = self._started(run, r)
@@ -104,7 +108,7 @@ class RoundController:
             policy = f"{event.model_name}/{event.model_version}"
             return list(evaluate(event, started, self._dev(run), policy, started.harness_version, PRODUCER, "model"))
         if isinstance(event, HarnessVersionPublished) and event.revision_id is not None:
-            policy, _ = best_versions(started, self._evaluations(run))
+            policy = self._paired_policy(event, started)
             return list(evaluate(event, started, self._dev(run), policy, event.harness_version, PRODUCER, "harness"))
         if isinstance(event, (DevSetEvaluated, *HARNESS_ANSWERS)):
             return self._maybe_close(event, started)
@@ -120,6 +124,34 @@ class RoundController:
     def _evaluations(self, run_id: str) -> list[DevSetEvaluated]:
         return [e for e in self._read(TOPIC_MODELS, run_id, DevSetEvaluated) if e.split == "dev"]
 
+    def _decisions(self, run_id: str) -> list[HarnessRevisionDecided]:
+        return self._read(TOPIC_HARNESS, run_id, HarnessRevisionDecided)
+
+    def _paired_policy(self, published: HarnessVersionPublished, started: RoundStarted) -> str:
+        """The model a revision is evaluated with: the run's best so far when it was evaluated on dev with the
+        revision's parent (so the A/B pairs the same checkpoint on the same tasks), else the model whose dev
+        result the revision answered (its parent evaluation by construction)."""
+        run = started.run_id
+        evaluations = self._evaluations(run)
+        policy, _ = best_versions(started, evaluations, self._decisions(run))
+        proposal = next(
+            (
+                p
+                for p in self._read(TOPIC_HARNESS, run, HarnessRevisionProposed)
+                if p.revision_id == published.revision_id
+            ),
+            None,
+        )
+        if proposal is None:
+            return policy
+        paired = {
+            f"{e.model_name}/{e.model_version}" for e in evaluations if e.harness_version == proposal.base_version
+        }
+        if policy in paired:
+            return policy
+        cause = next((e for e in evaluations if e.event_id == proposal.causation_id), None)
+        return f"{cause.model_name}/{cause.model_version}" if cause is not None else policy
+
     def _maybe_close(self, event: Event, started: RoundStarted) -> list[Event]:
         """Close the round once its model's dev evaluation is in and (with a reviser) the reviser has answered."""
         run, r = started.run_id, started.round
@@ -133,7 +165,8 @@ class RoundController:
             r, self._read(TOPIC_HARNESS, run, HARNESS_ANSWERS), evaluations
         ):
             return []
-        _, harness = best_versions(started, [e for e in evaluations if e.round is not None and e.round <= r])
+        so_far = [e for e in evaluations if e.round is not None and e.round <= r]
+        _, harness = best_versions(started, so_far, self._decisions(run))
         trained = model_eval[0]
         return self._close(
             complete(

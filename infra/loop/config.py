@@ -57,8 +57,15 @@ class LoopConfig(BaseModel):
     """After round 0 (SFT from scratch): ``sft`` continued SFT on admitted data; ``rl`` GRPO with CARE on
     rollouts through the bus (``learner.rl.steps_per_round`` steps); ``mixed`` continued SFT then GRPO in one
     training run (``learner.rl.sft_steps``, or ``continued_sft.max_steps`` when 0)."""
-    auto_approve: tuple[str, ...] = ("add_instruction", "set_budgets", "set_memory_policy")
-    """Harness change kinds published without a human review (the rest wait for ``flywheel review``)."""
+    auto_approve: tuple[str, ...] = (
+        "add_instruction",
+        "set_budgets",
+        "set_memory_policy",
+        "set_tool_note",
+        "set_tool_selection",
+    )
+    """Harness change kinds published without a human review (the rest wait for ``flywheel review``). A published
+    revision still reaches ``@production`` only through the dev evaluator's paired A/B against its parent."""
     revise_harness: bool = True
     learner: LearnerConfig = Field(default_factory=loop_learner)
     final_test: bool = True

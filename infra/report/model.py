@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from bus_schemas.envelope import Event
 from bus_schemas.events import (
@@ -13,6 +14,8 @@ from bus_schemas.events import (
     EpisodeStarted,
     EpisodeVerified,
     FailureDiagnosed,
+    HarnessRevisionDecided,
+    HarnessRevisionProposed,
     HarnessVersionPublished,
     ModelVersionRegistered,
     RewardScheduleSelected,
@@ -23,7 +26,7 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
 )
-from consumers.dev_evaluator.handler import kind_of
+from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
 from infra.config import mask_credentials
 
 CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
@@ -76,6 +79,51 @@ class RoundRow:
     care_schedule_next: str | None = None
     wall_time_s: float | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    revisions: list[dict[str, Any]] = field(default_factory=list)
+    """The round's harness revisions (:func:`revision_rows`): patch kinds, diagnosis basis, the paired dev A/B
+    against the parent version and whether it went to ``@production``."""
+
+
+def revision_rows(events: Iterable[Event]) -> dict[int, list[dict[str, Any]]]:
+    """Round -> one row per proposed revision: ``revision_id``, ``patch_kinds``, ``basis`` (diagnosis label ->
+    count), ``dev_parent`` / ``dev_revision`` (Overall of each on the paired dev tasks), ``paired_delta`` with its
+    ``paired_interval`` and ``paired_tasks``, tasks ``won`` / ``lost``, ``promoted`` (the A/B accepted it),
+    ``decision`` (the A/B's or the review gate's reason) and ``summary`` (the reviser's, with examples).
+    A revision not (yet) decided by the A/B has None figures and ``promoted`` false."""
+    labels: dict[str, str] = {}
+    proposals: list[HarnessRevisionProposed] = []
+    decisions: dict[str, HarnessRevisionDecided] = {}
+    gate: dict[str, HarnessRevisionDecided] = {}
+    for event in events:
+        if isinstance(event, FailureDiagnosed):
+            labels[event.event_id] = event.attribution
+        elif isinstance(event, HarnessRevisionProposed):
+            proposals.append(event)
+        elif isinstance(event, HarnessRevisionDecided):
+            (decisions if event.decided_by == AB_DECIDER else gate)[event.revision_id] = event
+    rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for p in proposals:
+        ab, gated = decisions.get(p.revision_id), gate.get(p.revision_id)
+        metrics = ab.metrics if ab is not None else {}
+        rows[p.round if p.round is not None else -1].append(
+            {
+                "revision_id": p.revision_id,
+                "base_version": p.base_version,
+                "patch_kinds": list(p.patch_kinds),
+                "basis": dict(sorted(Counter(labels.get(e, "unknown") for e in p.motivated_by).items())),
+                "dev_parent": metrics.get("parent_overall"),
+                "dev_revision": metrics.get("revision_overall"),
+                "paired_delta": metrics.get("paired_delta"),
+                "paired_interval": [metrics["paired_low"], metrics["paired_high"]] if "paired_low" in metrics else None,
+                "paired_tasks": int(metrics["paired_tasks"]) if "paired_tasks" in metrics else None,
+                "won": int(metrics["wins"]) if "wins" in metrics else None,
+                "lost": int(metrics["losses"]) if "losses" in metrics else None,
+                "promoted": ab is not None and ab.decision == "accepted",
+                "decision": ab.reason if ab is not None else (f"review: {gated.decision}" if gated else "pending"),
+                "summary": p.summary,
+            }
+        )
+    return rows
 
 
 @dataclass
@@ -96,6 +144,7 @@ def build_report(
     run_id: str, events: Iterable[Event], stage_seconds: dict[int, dict[str, float]] | None = None
 ) -> RunReport:
     """Fold the run's events into one row per round (events without a round are ignored)."""
+    events = [e for e in events if e.run_id == run_id]
     rows: dict[int, RoundRow] = {}
     ended: dict[str, EpisodeEnded] = {}
     verified: dict[str, EpisodeVerified] = {}
@@ -199,4 +248,7 @@ def build_report(
         row(number).failures = dict(sorted(counts.items()))
     for number, stages in (stage_seconds or {}).items():
         row(number).stage_seconds = dict(stages)
+    for number, revisions in revision_rows(events).items():
+        if number >= 0:
+            row(number).revisions = revisions
     return RunReport(run_id=run_id, rounds=[rows[k] for k in sorted(rows)])

@@ -139,6 +139,44 @@ def _table(report: RunReport) -> str:
     return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
 
 
+def _figure(value: float | None, signed: bool = False) -> str:
+    return "" if value is None else (f"{value:+.3f}" if signed else f"{value:.3f}")
+
+
+def _revisions(report: RunReport) -> str:
+    """One row per harness revision: what changed, on what diagnoses, and the paired dev A/B against its parent."""
+    head = ("round", "revision", "patch", "basis", "dev parent", "dev revision", "paired delta [95%]", "won/lost")
+    rows = []
+    for r in report.rounds:
+        for v in r.revisions:
+            interval = v.get("paired_interval")
+            delta = _figure(v.get("paired_delta"), signed=True)
+            if delta and interval:
+                delta += f" [{interval[0]:+.3f}, {interval[1]:+.3f}]"
+            cells = (
+                r.round,
+                v["revision_id"],
+                ", ".join(v["patch_kinds"]),
+                ", ".join(f"{label} {n}" for label, n in v["basis"].items()),
+                _figure(v.get("dev_parent")),
+                _figure(v.get("dev_revision")),
+                delta,
+                "" if v.get("won") is None else f"{v['won']}/{v['lost']}",
+            )
+            promoted = "promoted" if v["promoted"] else "not promoted"
+            summary = html.escape(f"{v['summary']} | A/B: {v['decision']}")
+            rows.append(
+                "<tr>"
+                + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                + f"<td>{promoted}</td></tr>"
+                + f'<tr><td></td><td colspan="{len(head)}" style="text-align:left">{summary}</td></tr>'
+            )
+    if not rows:
+        return "<p>none</p>"
+    cols = "".join(f"<th>{html.escape(h)}</th>" for h in (*head, "@production"))
+    return f"<table><tr>{cols}</tr>{''.join(rows)}</table>"
+
+
 def _versions(report: RunReport) -> str:
     items = []
     for r in report.rounds:
@@ -175,6 +213,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:10
 <h2>Dev success</h2><img src="dev.png" alt="dev success per round">
 <h2>Cost per solved task</h2><img src="cost.png" alt="tokens and tool calls per solved task">
 <h2>Curation and failures</h2><img src="curation.png" alt="curation decisions and failure attributions">
+<h2>Harness revisions (paired dev A/B against the parent, same model and tasks)</h2>{_revisions(report)}
 <h2>Model and harness versions</h2>{_versions(report)}
 <p>The same numbers are in <a href="report.json">report.json</a>.</p></body></html>"""
     path = out_dir / "report.html"

@@ -11,9 +11,9 @@ from bus_schemas.events import CategoryScore, DevSetEvaluated, FailureDiagnosed,
 from consumers.harness_reviser import rules
 from consumers.harness_reviser.config import ReviserConfig
 from consumers.harness_reviser.handler import Proposal, Skip, choose
-from consumers.harness_reviser.spec import sandbox_docs
+from consumers.harness_reviser.spec import sandbox_docs, sandbox_procedure
 from consumers.harness_reviser.writer import ModelWriter, clean
-from harness_service.config import HarnessConfig, MemoryPolicy
+from harness_service.config import CompactContext, HarnessConfig, MemoryPolicy
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.revisions import (
     AddInstruction,
@@ -21,6 +21,8 @@ from harness_service.revisions import (
     EditSkill,
     SetBudgets,
     SetMemoryPolicy,
+    SetToolNote,
+    SetToolSelection,
     apply,
     skill_notes,
 )
@@ -214,3 +216,70 @@ def test_a_configured_model_writes_the_instruction_and_bad_output_falls_back_to_
         fallback = _choose(ds, writer=ModelWriter(ScriptedPolicy([bad], "writer")))
         assert fallback.patch == AddInstruction(text=rules.GROUNDING) and "template" in fallback.summary
     assert clean('Instruction: "Check ids twice before acting."\nmore') == "Check ids twice before acting."
+
+
+COMPACT = BASE.model_copy(update={"compact": CompactContext(tool_top_k=1)})
+
+
+def traced(category: str, tasks: list[TaskSpecified]) -> rules.Cluster:
+    """A cluster with each task's reference-solution trace, as the reviser's spec gives it."""
+    traces = {t.task_id: calls for t in tasks if (calls := sandbox_procedure(t))}
+    return rules.Cluster(category, tuple(diagnosed(category, tasks)), {t.task_id: t for t in tasks}, traces)  # type: ignore[arg-type]
+
+
+def test_the_solution_trace_of_a_template_task_is_its_reference_tool_calls():
+    [task] = tasks_of(["clock"], 1)
+    calls = sandbox_procedure(task)
+    assert calls and all(name in task.tools for name in calls)
+    assert sandbox_procedure(task.model_copy(update={"backend": "device"})) is None
+
+
+def test_a_window_edit_shows_more_tools_when_the_first_needed_tool_ranks_just_below_the_shown_ones():
+    pool = [t for t in train() if t.category == "tool_use"]
+    first = {t.task_id: calls[0] for t in pool if (calls := sandbox_procedure(t))}
+
+    def shows(task: TaskSpecified, top_k: int) -> bool:
+        return first[task.task_id] in rules._first_step_tools(task, sandbox_docs, top_k)
+
+    near = [t for t in pool if t.task_id in first and not shows(t, 1) and shows(t, 1 + rules.MAX_RAISE)]
+    far = [t for t in pool if t.task_id in first and not shows(t, 1 + rules.MAX_RAISE)]
+    assert near and far, "some goals rank their solution's first tool just below the top, some far below"
+    draft = rules.window_edit(traced("invalid_output", far[:2] + near[:2]), COMPACT, sandbox_docs)
+    assert draft is not None and isinstance(draft.patch, SetToolSelection)
+    top_k = draft.patch.tool_top_k
+    assert top_k is not None and 1 < top_k <= 1 + rules.MAX_RAISE
+    assert any(shows(t, top_k) for t in near[:2])  # it binds: a failing task's first step now shows that tool
+    far_only = rules.window_edit(traced("invalid_output", far[:4]), COMPACT, sandbox_docs)
+    assert far_only is not None and isinstance(far_only.patch, SetToolNote)  # more tools would not reach them
+
+
+def test_a_window_edit_notes_the_most_called_tool_with_its_procedure_once():
+    tasks = tasks_of(["clock"], 4)
+    base = COMPACT.model_copy(update={"compact": CompactContext(tool_top_k=6)})  # every first tool is shown already
+    draft = rules.window_edit(traced("tool_routing", tasks), base, sandbox_docs)
+    assert draft is not None and isinstance(draft.patch, SetToolNote)
+    tool, note = draft.patch.tool, draft.patch.note
+    assert tool.startswith("clock.") and note.startswith("step ") and tool.split(".")[1] in note
+    revised = apply(base, draft.patch)
+    again = rules.window_edit(traced("tool_routing", tasks), revised, sandbox_docs)
+    assert again is None or (isinstance(again.patch, SetToolNote) and again.patch.tool != tool)  # incremental
+    assert rules.window_edit(traced("tool_routing", tasks), BASE, sandbox_docs) is None  # no compact profile
+    assert rules.window_edit(cluster("tool_routing", tasks), base, sandbox_docs) is None  # no traces
+
+
+def test_with_a_compact_profile_the_reviser_proposes_a_window_edit_for_invalid_outputs():
+    tasks = {t.task_id: t for t in train()}
+    ds = diagnosed("invalid_output", tasks_of(["clock"], 4))
+    result = choose(
+        dev(),
+        ds,
+        {d.task_id: tasks[d.task_id] for d in ds},
+        COMPACT,
+        ReviserConfig(),
+        sandbox_docs,
+        None,
+        sandbox_procedure,
+    )
+    assert isinstance(result, Proposal) and result.patch.kind in ("set_tool_selection", "set_tool_note")
+    assert result.revised.instructions == COMPACT.instructions  # the window changes, not the instructions
+    assert isinstance(_choose(ds), Skip)  # without a compact profile invalid_output has no template

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_service.config import HarnessConfig
+from harness_service.config import CompactContext, HarnessConfig
 from harness_service.revisions import (
     CHANGE_KINDS,
     AddInstruction,
@@ -14,6 +14,8 @@ from harness_service.revisions import (
     InvalidPatch,
     SetBudgets,
     SetMemoryPolicy,
+    SetToolNote,
+    SetToolSelection,
     apply,
     parse_patch,
     patch_bytes,
@@ -99,9 +101,43 @@ def test_patch_json_round_trips_canonically_for_every_kind():
         EditSkill(name="maps", tools=["maps.route"], note="Route first."),
         SetMemoryPolicy(enabled=False),
         SetBudgets(max_steps=9),
+        SetToolNote(tool="maps.route", note="step 1 of 2: route > book"),
+        SetToolSelection(tool_top_k=4),
     ]
     assert sorted(p.kind for p in patches) == sorted(CHANGE_KINDS)
     for patch in patches:
         assert parse_patch(patch_bytes(patch)) == patch
         assert patch_digest(parse_patch(patch_bytes(patch))) == patch_digest(patch)
     assert patch_bytes(SetBudgets(max_steps=9)) == b'{"kind":"set_budgets","max_steps":9}'
+
+
+COMPACT = BASE.model_copy(update={"compact": CompactContext()})
+
+
+def test_a_tool_note_is_set_edited_and_removed_in_the_compact_profile_only():
+    noted = apply(COMPACT, SetToolNote(tool="maps.route", note="step 1 of 2: route > book"))
+    assert noted.compact is not None and noted.compact.tool_notes == {"maps.route": "step 1 of 2: route > book"}
+    assert noted.instructions == COMPACT.instructions and noted.digest() != COMPACT.digest()
+    edited = apply(noted, SetToolNote(tool="maps.route", note="route first"))
+    assert edited.compact is not None and edited.compact.tool_notes == {"maps.route": "route first"}
+    assert apply(edited, SetToolNote(tool="maps.route")) == COMPACT
+    with pytest.raises(InvalidPatch, match="changes nothing"):
+        apply(noted, SetToolNote(tool="maps.route", note="step 1 of 2: route > book"))
+    with pytest.raises(InvalidPatch, match="no note to remove"):
+        apply(COMPACT, SetToolNote(tool="maps.route"))
+    with pytest.raises(InvalidPatch, match="needs a compact harness profile"):
+        apply(BASE, SetToolNote(tool="maps.route", note="x"))
+    with pytest.raises(InvalidPatch, match="invalid harness patch"):
+        parse_patch({"kind": "set_tool_note", "tool": "maps.route", "note": "x" * 101})
+
+
+def test_tool_selection_sets_the_compact_fields_within_their_bounds():
+    shown = apply(COMPACT, SetToolSelection(tool_top_k=5, skill_chars=80))
+    assert shown.compact is not None and (shown.compact.tool_top_k, shown.compact.skill_chars) == (5, 80)
+    assert shown.compact.tool_notes == {} and shown.budgets == COMPACT.budgets
+    with pytest.raises(InvalidPatch, match="tool_top_k"):
+        apply(COMPACT, SetToolSelection(tool_top_k=65))
+    with pytest.raises(InvalidPatch, match="sets no field"):
+        apply(COMPACT, SetToolSelection())
+    with pytest.raises(InvalidPatch, match="changes nothing"):
+        apply(COMPACT, SetToolSelection(tool_top_k=CompactContext().tool_top_k))

@@ -108,3 +108,67 @@ def test_what_a_round_learned_from_itself_and_the_final_test_figure_are_reported
     assert (row.admitted, row.admitted_self, row.train_examples, row.train_examples_self) == (3, 2, 900, 40)
     assert row.dev_overall == 0.3 and row.test_overall == 0.5  # the test evaluation does not replace dev
     assert row.test_per_category["memory"] == 0.5 and row.test_model_version.endswith("/2")
+
+
+def test_each_round_lists_its_revisions_with_their_basis_and_paired_ab(tmp_path):
+    from consumers.dev_evaluator.handler import AB_DECIDER
+
+    diagnoses = [_e("FailureDiagnosed", 1, attribution=a) for a in ("invalid_output", "invalid_output", "recovery")]
+
+    def proposed(revision: str, kinds: list[str], motivated: list) -> object:
+        return _e(
+            "HarnessRevisionProposed",
+            1,
+            revision_id=revision,
+            patch_kinds=kinds,
+            motivated_by=[d.event_id for d in motivated],
+        )
+
+    def ab(revision: str, decision: str, delta: float) -> object:
+        metrics = {
+            "parent_overall": 0.25,
+            "revision_overall": 0.25 + delta,
+            "paired_delta": delta,
+            "paired_low": delta - 0.1,
+            "paired_high": min(delta + 0.1, 0.2),
+            "paired_tasks": 64.0,
+            "wins": 1.0,
+            "losses": 3.0 if delta < 0 else 0.0,
+        }
+        return _e(
+            "HarnessRevisionDecided", 1, revision_id=revision, decision=decision, decided_by=AB_DECIDER, metrics=metrics
+        )
+
+    events = [
+        *diagnoses,
+        proposed("rev-harm", ["set_tool_selection"], diagnoses[:2]),
+        _e("HarnessRevisionDecided", 1, revision_id="rev-harm", decided_by="auto:set_tool_selection"),
+        ab("rev-harm", "rejected", -0.125),
+        proposed("rev-note", ["set_tool_note"], diagnoses),
+        ab("rev-note", "accepted", 0.0),
+        proposed("rev-wait", ["add_instruction"], diagnoses[2:]),
+    ]
+    [row] = build_report("run-1", events).rounds
+    harm, note, wait = row.revisions
+    assert (harm["revision_id"], harm["patch_kinds"], harm["basis"]) == (
+        "rev-harm",
+        ["set_tool_selection"],
+        {"invalid_output": 2},
+    )
+    assert (harm["dev_parent"], harm["dev_revision"], harm["paired_delta"], harm["promoted"]) == (
+        0.25,
+        0.125,
+        -0.125,
+        False,
+    )
+    assert harm["paired_interval"] == pytest.approx([-0.225, -0.025]) and (harm["won"], harm["lost"]) == (1, 3)
+    assert note["promoted"] and note["paired_delta"] == 0.0 and note["basis"] == {"invalid_output": 2, "recovery": 1}
+    assert not wait["promoted"] and wait["paired_delta"] is None and wait["decision"] == "pending"
+
+    html_path = write_report(build_report("run-1", events), tmp_path)
+    written = json.loads((tmp_path / "report.json").read_text())["rounds"][0]["revisions"]
+    keys = {"revision_id", "patch_kinds", "basis", "dev_parent", "dev_revision", "paired_delta", "promoted"}
+    assert [r["revision_id"] for r in written] == ["rev-harm", "rev-note", "rev-wait"] and keys <= set(written[0])
+    page = html_path.read_text()
+    assert "Harness revisions" in page and "rev-harm" in page and "-0.125 [-0.225, -0.025]" in page
+    assert "not promoted" in page and "set_tool_note" in page

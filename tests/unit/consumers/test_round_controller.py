@@ -21,6 +21,7 @@ from bus_schemas.events import (
     TrajectoryRejected,
     overall_score,
 )
+from consumers.dev_evaluator.handler import AB_DECIDER
 from consumers.round_controller.handler import RoundConfig, start_round
 from consumers.round_controller.spec import RoundController
 from infra.bootstrap import Ports, open_blob_store, open_bus
@@ -161,9 +162,11 @@ def _harness(kind, revision="rev-1", **fields):
         (["skipped"], False, True),
         (["proposed"], False, True),  # waits for a human: the loop goes on
         (["proposed", "decided-rejected"], False, True),
-        (["proposed", "decided", "published"], False, False),  # the revision is being evaluated on dev
-        (["proposed", "decided", "published"], True, True),
-        ([], False, False),  # the reviser has not answered yet
+        (["proposed", "decided", "published"], None, False),  # the revision is being evaluated on dev
+        (["proposed", "decided", "published"], "evaluated", False),  # evaluated, not yet decided by the A/B
+        (["proposed", "decided", "published"], "accepted", True),
+        (["proposed", "decided", "published"], "rejected", True),
+        ([], None, False),  # the reviser has not answered yet
     ],
 )
 def test_with_a_reviser_the_round_closes_once_the_harness_step_is_settled(ports, answers, harness_eval, closes):
@@ -171,13 +174,47 @@ def test_with_a_reviser_the_round_closes_once_the_harness_step_is_settled(ports,
     model_eval = _evaluated("2", 0.25)
     events = [_harness(a.split("-")[0], decision=(a.split("-") + ["accepted"])[1]) for a in answers]
     if harness_eval:
-        events.append(_evaluated("2", 0.5, harness="tiny/2", evaluates="harness"))
+        revision_eval = _evaluated("2", 0.5, harness="tiny/2", evaluates="harness")
+        events.append(revision_eval)
+        if harness_eval != "evaluated":
+            events.append(_ab(revision_eval, harness_eval))
     publish_all(ports.bus, [model_eval, *events])
     out = [e for ev in [model_eval, *events] for e in ctl.handle(ev, ports)]
     done = [e for e in out if isinstance(e, RoundCompleted)]
     assert len(done) == (1 if closes else 0)
     if closes and harness_eval:
-        assert done[0].harness_version_out == "tiny/2"  # the revision beat the model's score on the old harness
+        # the A/B decides, not the unpaired score: a rejected revision stays out even with a higher Overall
+        assert done[0].harness_version_out == ("tiny/2" if harness_eval == "accepted" else None)
+
+
+def _ab(revision_eval: DevSetEvaluated, decision: str) -> HarnessRevisionDecided:
+    return HarnessRevisionDecided(
+        **IDS | {"causation_id": revision_eval.event_id},
+        harness_name="tiny",
+        revision_id="rev-1",
+        decision=decision,
+        decided_by=AB_DECIDER,
+        metrics={"paired_delta": 0.0 if decision == "accepted" else -0.25},
+    )
+
+
+def test_a_revision_the_ab_accepted_without_gain_is_carried_to_the_next_round(ports):
+    ctl, started, train = _setup(ports)
+    neutral = _evaluated("2", 0.5, harness="tiny/2", evaluates="harness")
+    publish_all(ports.bus, [_evaluated("2", 0.5), neutral, _harness("proposed"), _ab(neutral, "accepted")])
+    done = RoundCompleted(**IDS, episodes=4, success_rate=1.0, wall_time_s=1.0, model_version_out="planner/2")
+    publish_all(ports.bus, [done])
+    [nxt] = ctl.handle(done, ports)
+    assert (nxt.policy_version, nxt.harness_version) == ("planner/2", "tiny/2")  # a tie: it does not regress
+
+
+def test_a_revision_is_evaluated_with_the_model_of_its_parent_evaluation_when_the_best_has_none(ports):
+    ctl, started, train = _setup(ports)
+    parent = _evaluated("3", 0.25, harness="tiny/1")  # the model whose dev result the reviser answered
+    proposal = _harness("proposed").model_copy(update={"causation_id": parent.event_id})
+    publish_all(ports.bus, [_evaluated("2", 0.5), parent, proposal])  # planner/2 is best but never ran tiny/1
+    rollouts = ctl.handle(_harness("published"), ports)
+    assert rollouts and {r.policy_version for r in rollouts} == {"planner/3"}
 
 
 def test_a_published_revision_is_evaluated_with_the_best_model_on_the_new_harness(ports):
