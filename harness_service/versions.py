@@ -1,13 +1,18 @@
 """Harness configs as versioned artifacts in the registry: publish a version, move aliases, load name@alias.
 
-A published version is an MLflow run (experiment ``harness``) holding ``harness/config.json``, registered
+A published version is an MLflow run (experiment ``harness``) with every config field as a param, holding
+``harness/config.json`` and (for a revision) ``harness/patch.diff`` against its parent, registered
 under the config's name with tags (digest, blob, parent); the same bytes go to the blob store so the
 HarnessVersionPublished event can point at them (blob first, then the event).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import difflib
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any, Protocol
 
 import orjson
 
@@ -17,7 +22,11 @@ from harness_service.config import HarnessConfig
 from harness_service.ports import BlobSink
 
 CONFIG_FILE = "harness/config.json"
+PATCH_FILE = "patch.diff"  # under harness/: the unified diff against the parent version's config
 EXPERIMENT = "harness"
+PARAM_CHARS = 6000  # MLflow's limit on a param value
+
+log = logging.getLogger("flywheel.harness.versions")
 
 
 class HarnessRegistry(Protocol):
@@ -25,6 +34,7 @@ class HarnessRegistry(Protocol):
 
     def start_run(self, experiment: str, *, run_name: str | None = None, params=None, tags=None) -> str: ...
     def log_dict(self, run_id: str, data: dict, artifact_file: str) -> None: ...
+    def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None: ...
     def load_dict(self, run_id: str, artifact_file: str) -> dict: ...
     def end_run(self, run_id: str, status: str = "FINISHED") -> None: ...
     def register_version(self, name: str, run_id: str, artifact_path: str, *, tags=None): ...
@@ -62,8 +72,12 @@ def publish_harness_version(
             tags["parent_version"] = parent_version
         if revision_id:
             tags["revision_id"] = revision_id
-        mlflow_run = registry.start_run(EXPERIMENT, run_name=f"{config.name}-{config.digest()[7:19]}", tags=tags)
+        mlflow_run = registry.start_run(
+            EXPERIMENT, run_name=f"{config.name}-{config.digest()[7:19]}", params=config_params(config), tags=tags
+        )
         registry.log_dict(mlflow_run, orjson.loads(config_bytes(config)), CONFIG_FILE)
+        if parent_version:
+            _log_patch(registry, mlflow_run, config, parent_version)
         registry.end_run(mlflow_run)
         version = registry.register_version(config.name, mlflow_run, "harness", tags=tags)
     for alias in aliases:
@@ -77,6 +91,48 @@ def publish_harness_version(
         config=blob,
         revision_id=revision_id,
     )
+
+
+def config_params(config: HarnessConfig) -> dict[str, str]:
+    """Every field of ``config`` as an MLflow param (nested fields dotted; lists and long texts as JSON, clipped)."""
+
+    def flat(values: dict[str, Any], prefix: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, value in values.items():
+            if isinstance(value, dict) and value:
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                text = value if isinstance(value, str) else orjson.dumps(value).decode()
+                out[f"{prefix}{key}"] = text if len(text) <= PARAM_CHARS else text[: PARAM_CHARS - 1] + "…"
+        return out
+
+    return flat(orjson.loads(config_bytes(config)), "")
+
+
+def config_patch(parent: HarnessConfig, config: HarnessConfig, parent_label: str, label: str) -> str:
+    """A unified diff of the two configs' sorted, indented JSON: what the revision changed."""
+
+    def lines(c: HarnessConfig) -> list[str]:
+        return (
+            orjson.dumps(orjson.loads(config_bytes(c)), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+            .decode()
+            .splitlines(keepends=True)
+        )
+
+    return "".join(difflib.unified_diff(lines(parent), lines(config), fromfile=parent_label, tofile=label))
+
+
+def _log_patch(registry: HarnessRegistry, mlflow_run: str, config: HarnessConfig, parent_version: str) -> None:
+    """``harness/patch.diff`` against the parent version (a parent the registry cannot give back is logged)."""
+    ref = parent_version if "/" in parent_version or "@" in parent_version else f"{config.name}/{parent_version}"
+    try:
+        parent, label = load_harness_version(registry, ref)
+    except Exception as exc:  # noqa: BLE001 - the diff is for readers; the version itself is registered regardless
+        log.warning("no patch artifact for %s: parent %s not loadable: %s", config.name, ref, exc)
+        return
+    with tempfile.TemporaryDirectory(prefix="harness-patch-") as tmp:
+        (Path(tmp) / PATCH_FILE).write_text(config_patch(parent, config, label, f"{config.name} (new)"))
+        registry.log_artifacts(mlflow_run, Path(tmp), "harness")
 
 
 def find_version(registry: HarnessRegistry, name: str, tag: str, value: str):

@@ -28,7 +28,8 @@ def _ping(url: str, timeout_s: float) -> None:
         ) from exc
 
 
-_MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limit
+_MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limits
+_MAX_PARAMS_PER_BATCH = 100
 _MAX_DATASET_DIGEST = 36  # MLflow's column width; the full digest stays in the dataset's source
 
 
@@ -135,7 +136,9 @@ class MlflowRegistry:
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
 
-        self._client.log_batch(run_id, params=[Param(k, v) for k, v in _masked(params).items()])
+        rows = [Param(k, v) for k, v in _masked(params).items()]
+        for start in range(0, len(rows), _MAX_PARAMS_PER_BATCH):
+            self._client.log_batch(run_id, params=rows[start : start + _MAX_PARAMS_PER_BATCH])
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
         from mlflow.entities import Metric

@@ -38,3 +38,24 @@ def test_versions_aliases_and_hot_reload(registry, tmp_path, unique):
     assert live.apply(second, blobs)
     assert live() == v2 and live.version == f"{name}/2"
     assert not live.apply(second.model_copy(update={"harness_name": "someone-else"}), blobs)
+
+
+def test_a_version_shows_its_config_as_params_and_its_patch_against_the_parent(registry, tmp_path, unique):
+    blobs = FileBlobStore(tmp_path / "blobs")
+    name = f"harness-{unique}"
+    base = HarnessConfig(name=name)
+    revised = HarnessConfig(
+        name=name, instructions="Verify state before finishing.", budgets=HarnessBudgets(max_steps=12)
+    )
+    publish_harness_version(registry, blobs, base, producer=PRODUCER, run_id=unique)
+    publish_harness_version(registry, blobs, revised, producer=PRODUCER, run_id=unique, parent_version="1")
+    ref = registry.resolve(f"{name}/2")
+    params = registry.get_run(ref.run_id).params
+    assert params["budgets.max_steps"] == "12" and params["instructions"] == "Verify state before finishing."
+    assert set(params) >= {"name", "memory.enabled", "budgets.max_total_tokens", "skill_library_version"}
+    patch = (registry.download_artifacts(ref.run_id, "harness/patch.diff", tmp_path / "dl")).read_text()
+    assert patch.startswith(f"--- {name}/1\n") and '-    "max_steps": ' in patch and '+    "max_steps": 12' in patch
+    assert '+  "instructions": "Verify state before finishing."' in patch
+    first = registry.resolve(f"{name}/1")
+    shipped = registry.download_artifacts(first.run_id, "harness", tmp_path / "dl1")
+    assert [p.name for p in shipped.iterdir()] == ["config.json"]  # the first version has no parent to diff

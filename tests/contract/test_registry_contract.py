@@ -79,3 +79,8 @@ def test_a_dataset_is_a_run_input_with_its_source(registry, unique):
     (found,) = registry.datasets(run_id)
     assert found.name == "planner-train" and digest.removeprefix("sha256:").startswith(found.digest)
     assert found.source == source and found.profile == {"n": 3} and found.source_type == "flywheel-event-log"
+
+
+def test_more_params_than_one_batch_holds(registry, unique):
+    run_id = registry.start_run(f"contract-{unique}", params={f"p{i:03d}": i for i in range(250)})
+    assert registry.get_run(run_id).params == {f"p{i:03d}": str(i) for i in range(250)}
