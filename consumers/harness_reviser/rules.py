@@ -23,7 +23,8 @@ reference solution, ``Cluster.procedures``), one incremental change at a time:
 - ``set_tool_selection``: the first tool a failing task's solution calls is not among the ``tool_top_k`` tools
   its first step shows (BM25 of the goal) but would be with one or two more: show that many;
 - ``set_tool_note``: the tool the failing tasks' solutions call most often, that has no note yet, gets the
-  procedure it belongs to as its note (``step 1 of 2: search_contacts > send_message``).
+  procedure it belongs to as its note (``step 1 of 2: search_contacts > send_message``); tools their first
+  steps already show come first (a note on a tool that is never shown changes nothing).
 
 policy_violation, environment_error and other have no template yet.
 
@@ -222,9 +223,11 @@ def window_edit(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft 
             )
             return Draft(SetToolSelection(tool_top_k=more), why)
     votes = Counter(tool for _, p in failing for tool in set(p) if tool not in compact.tool_notes)
+    shown = {tool for t, _ in failing for tool in _first_step_tools(t, docs, k)}
     if not votes:
         return None
-    tool = min(votes, key=lambda name: (-votes[name], name))
+    # a note binds only where the tool is shown: tools the failing tasks' first steps list come first
+    tool = min(votes, key=lambda name: (name not in shown, -votes[name], name))
     why = f"{votes[tool]} of {len(failing)} failing tasks' solutions call {tool}: its note now says where it fits"
     return Draft(SetToolNote(tool=tool, note=_procedure_note(tool, [p for _, p in failing])), why)
 

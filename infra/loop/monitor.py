@@ -35,7 +35,7 @@ from bus_schemas.events import (
     TrajectoryRejected,
 )
 from bus_schemas.topics import TOPICS
-from consumers.dev_evaluator.handler import kind_of
+from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
 from infra.bus.port import Bus
 from infra.events import decodable
 from infra.report.model import RL_GROUP_PREFIX, request_of
@@ -245,6 +245,9 @@ class RunMonitor:
         elif isinstance(e, HarnessRevisionProposed):
             r.harness, r.harness_note = "proposed", e.summary
             r.mark("harness revision", at)
+        elif isinstance(e, HarnessRevisionDecided) and e.decided_by == AB_DECIDER:
+            r.harness = ab_note(e)
+            r.mark("harness revision", at)
         elif isinstance(e, HarnessRevisionDecided):
             r.harness = e.decision
             r.mark("harness revision", at)
@@ -253,6 +256,18 @@ class RunMonitor:
             r.mark("harness revision", at)
         elif isinstance(e, RoundCompleted):
             r.completed = e
+
+
+def ab_note(decided: HarnessRevisionDecided) -> str:
+    """The paired A/B of a revision in a few words: promoted or not, the paired delta and its interval."""
+    verdict = "promoted" if decided.decision == "accepted" else "not promoted"
+    m = decided.metrics
+    if "paired_delta" not in m:
+        return f"{verdict} (no paired dev evaluation)"
+    return (
+        f"{verdict} (paired delta {m['paired_delta']:+.3f} [{m['paired_low']:+.3f}, {m['paired_high']:+.3f}] "
+        f"on {m['paired_tasks']:.0f} dev tasks)"
+    )
 
 
 def summary_line(r: RoundProgress) -> str:

@@ -49,3 +49,25 @@ def test_the_round_line_says_what_came_from_the_model_and_the_test_figure(tmp_pa
     assert "admitted 2 (self 1)" in line and "dev Overall 0.250" in line and "test Overall 0.500" in line
     assert best_by_dev([r]) is r.dev
     bus.close()
+
+
+def test_the_round_line_says_whether_the_paired_ab_promoted_the_revision(tmp_path):
+    from consumers.dev_evaluator.handler import AB_DECIDER
+
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
+    ensure_topics(bus)
+    metrics = {"paired_delta": -0.25, "paired_low": -0.4, "paired_high": -0.1, "paired_tasks": 16.0}
+    publish_all(
+        bus,
+        [
+            _e("HarnessRevisionDecided", decided_by="auto:set_tool_note"),
+            _e("HarnessVersionPublished"),
+            _e("DevSetEvaluated", evaluates="harness", per_category=_scores(0.0), overall=0.0),
+            _e("HarnessRevisionDecided", decision="rejected", decided_by=AB_DECIDER, metrics=metrics),
+        ],
+    )
+    monitor = RunMonitor(bus, "run-1")
+    monitor.update()
+    line = summary_line(monitor.rounds[1])
+    assert "harness not promoted (paired delta -0.250 [-0.400, -0.100] on 16 dev tasks)" in line
+    bus.close()
