@@ -1,6 +1,6 @@
 """A real one-round `flywheel run` in a subprocess, on the embedded adapters: its console holds only the project's
 own lines (library bars, warnings and raw training dicts go to ``runs/<run_id>/logs/flywheel.log``), and MLflow
-holds one parent run with the round's training run nested under it"""
+holds one parent run with the round's training and dev-evaluation runs nested under it"""
 
 from __future__ import annotations
 
@@ -109,7 +109,9 @@ def test_mlflow_holds_a_parent_run_with_the_rounds_runs_nested(run_dir):
         "dev.png",
     }
     training = registry.find_run("planner", {"flywheel_run_id": "quiet", "flywheel_role": "training"})
-    assert training is not None and registry.get_run(training).parent_run_id == parent
+    evaluation = registry.find_run("planner", {"flywheel_run_id": "quiet", "flywheel_role": "dev-evaluation"})
+    assert training is not None and evaluation is not None
+    assert registry.get_run(training).parent_run_id == parent and registry.get_run(evaluation).parent_run_id == parent
     assert len(registry.metric_history(training, "loss")) == 3  # 6 steps, logged every 2: a curve, not a point
     (dataset,) = registry.datasets(training)
     assert dataset.profile["examples"] >= 8 and any(k.startswith("episodes/") for k in dataset.source["event_offsets"])
