@@ -32,7 +32,7 @@ class SftResult:
     tokens: int
     wall_time_s: float
     history: tuple[tuple[int, dict[str, float]], ...] = field(default=())
-    """(optimizer step, {loss, learning_rate, grad_norm}) at every logging step: the loss curve."""
+    """(optimizer step, {loss, learning_rate, grad_norm, tokens_per_s, tokens_seen}) at every logging step."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -73,13 +73,23 @@ def _log_callback() -> Any:
     return _Log()
 
 
-HISTORY_KEYS = ("loss", "learning_rate", "grad_norm")
+HISTORY_KEYS = {
+    "loss": "loss",
+    "learning_rate": "learning_rate",
+    "grad_norm": "grad_norm",
+    "train_tokens_per_second": "tokens_per_s",  # non-padding tokens per second since the run began
+    "num_input_tokens_seen": "tokens_seen",
+}
+"""What each logging step records (the trainer's name -> ours)."""
 
 
 def loss_history(log_history: Sequence[dict[str, Any]]) -> tuple[tuple[int, dict[str, float]], ...]:
     """The per-logging-step entries of a trainer's ``state.log_history`` (the final summary entry is left out)."""
     return tuple(
-        (int(entry["step"]), {k: float(entry[k]) for k in HISTORY_KEYS if isinstance(entry.get(k), (int, float))})
+        (
+            int(entry["step"]),
+            {ours: float(entry[k]) for k, ours in HISTORY_KEYS.items() if isinstance(entry.get(k), (int, float))},
+        )
         for entry in log_history
         if "loss" in entry and "step" in entry
     )
@@ -141,6 +151,7 @@ def sft_arguments(settings: SftSettings, output_dir: Path) -> Any:
         packing=settings.packing,
         max_length=None,
         logging_steps=settings.logging_steps,
+        include_num_input_tokens_seen="non_padding",  # tokens seen and tokens/s at every logging step
         save_strategy="no",
         report_to="none",
         dataloader_num_workers=settings.dataloader_workers,
