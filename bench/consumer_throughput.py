@@ -17,9 +17,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
+from draining import consume_only, drain
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -32,7 +32,6 @@ from consumers.registry import build
 from consumers.round_controller.handler import start_round
 from consumers.task_constructor.handler import construct
 from infra.bootstrap import Ports, open_blob_store, open_bus
-from infra.bus.port import Bus
 from infra.events import ensure_topics, publish_all
 from infra.runtime import ConsumerRunner
 from producers.backends.sandbox.backend import SandboxBackend
@@ -65,41 +64,10 @@ def record(ports: Ports, target: int) -> int:
     return total
 
 
-def drain(step: Callable[[], int], bus: Bus, group: str, topic: str) -> tuple[int, float]:
-    """(records, seconds from the first record to the last) to take ``topic`` through ``step`` until the group
-    has no lag. Lag, not a record count, says when it is done: Kafka's end offsets also count transaction markers."""
-    first = last = 0.0
-    seen = 0
-    while True:
-        before = time.perf_counter()
-        got = step()
-        if got:
-            first = first or before
-            last = time.perf_counter()
-        seen += got
-        if not got and sum(p.lag for p in bus.lag(group, [topic])) == 0:
-            return seen, last - first
-
-
-def consume_only(bus: Bus, topic: str) -> tuple[int, float]:
-    group = f"bench.raw.{uuid.uuid4().hex[:6]}"
-    consumer = bus.consumer(group, [topic])
-
-    def step() -> int:
-        records = consumer.poll(max_records=200, timeout_s=0.2)
-        if records:
-            consumer.commit(records)
-        return len(records)
-
-    result = drain(step, bus, group, topic)
-    consumer.close()
-    return result
-
-
 def run_consumer(name: str, ports: Ports, topic: str, state: Path) -> tuple[int, float]:
     spec = build(name)
     runner = ConsumerRunner(spec, ports, state_dir=state)
-    result = drain(lambda: runner.step(timeout_s=0.2), ports.bus, spec.group, topic)
+    result = drain(lambda: runner.step(timeout_s=0.2), ports.bus, spec.group, [topic])
     runner.close()
     return result
 
@@ -159,7 +127,7 @@ def main() -> None:
             title=f"{recorded} episode events on {bus.url}",
         )
         for topic, consumers in ((TOPIC_EPISODES, ["verifier"]), (TOPIC_VERDICTS, ["diagnoser", "curator"])):
-            nb, base = consume_only(bus, topic)
+            nb, base = consume_only(bus, [topic])
             table.add_row(topic, "consume-only (poll+commit)", str(nb), f"{base:.1f}", f"{nb / base:,.0f}", "1.00")
             for name in consumers:
                 n, secs = run_consumer(name, ports, topic, Path(tmp) / "state")

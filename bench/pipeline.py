@@ -32,6 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from draining import consume_only, drain, lag
 from rich.console import Console
 from rich.table import Table
 
@@ -165,16 +166,12 @@ def _groups(stages: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     return out
 
 
-def _lag(bus, group: str, topics: tuple[str, ...]) -> int:  # noqa: ANN001
-    return sum(max(p.lag, 0) for p in bus.lag(group, list(topics)))
-
-
 def _drain_pipeline(bus, groups, started: float, phase: Phase | None, timeout_s: float) -> float:  # noqa: ANN001
     """Wait until every group, read in pipeline order, has no lag; returns when that was first seen."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         now = time.perf_counter() - started
-        lags = [(stage, _lag(bus, group, topics)) for stage, group, topics in groups]
+        lags = [(stage, lag(bus, group, topics)) for stage, group, topics in groups]
         if phase is not None:
             for stage, lag in lags:
                 phase.lags.setdefault(stage, []).append((now, lag))
@@ -240,36 +237,6 @@ def run_phase(
 # -- each consumer alone over the recorded log, vs consume-only (this process, fresh groups) --------------------
 
 
-def _drain(step, bus, group: str, topics: tuple[str, ...]) -> tuple[int, float]:  # noqa: ANN001
-    first = last = 0.0
-    seen = 0
-    while True:
-        before = time.perf_counter()
-        got = step()
-        if got:
-            first = first or before
-            last = time.perf_counter()
-        seen += got
-        if not got and _lag(bus, group, topics) == 0:
-            return seen, last - first
-
-
-def consume_only(bus, topics: tuple[str, ...]) -> tuple[int, float]:  # noqa: ANN001
-    group = f"bench.raw.{uuid.uuid4().hex[:6]}"
-    consumer = bus.consumer(group, list(topics))
-
-    def step() -> int:
-        records = consumer.poll(max_records=200, timeout_s=0.2)
-        if records:
-            consumer.commit(records)
-        return len(records)
-
-    try:
-        return _drain(step, bus, group, topics)
-    finally:
-        consumer.close()
-
-
 def consumer_alone(name: str, bus_url: str, blobs: str, state: Path, profile: Path | None) -> tuple[int, float]:
     from consumers.registry import build
     from infra.bootstrap import Ports, open_blob_store, open_bus
@@ -285,7 +252,7 @@ def consumer_alone(name: str, bus_url: str, blobs: str, state: Path, profile: Pa
     try:
         if profiler:
             profiler.enable()
-        return _drain(lambda: runner.step(timeout_s=0.2), bus, spec.group, tuple(spec.topics))
+        return drain(lambda: runner.step(timeout_s=0.2), bus, spec.group, spec.topics)
     finally:
         if profiler and profile:
             profiler.disable()
