@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from rich.console import Console
 
+from bus_schemas.envelope import Event
 from bus_schemas.topics import TOPICS
 from infra.bootstrap import Ports, open_ports
 from infra.config import Settings, mask_credentials
@@ -22,7 +23,7 @@ from infra.loop.final_test import evaluate_test
 from infra.loop.inprocess import InProcessConsumers
 from infra.loop.monitor import RoundProgress, RunMonitor, stage_seconds
 from infra.loop.spawned import SpawnedConsumers
-from infra.loop.tracking import finish_parent_run, start_parent_run
+from infra.loop.tracking import ParentRun, start_parent_run
 from infra.loop.view import LoopView
 from infra.report.model import RunReport, build_report
 from infra.report.write import write_report
@@ -93,7 +94,13 @@ def run_loop(
             else:
                 consumers = InProcessConsumers(ports, config, state_dir, view.training)
             try:
-                drive(consumers, monitor, config.rounds, stall_timeout_s=config.stall_timeout_s, on_update=view.refresh)
+                tracked = ParentRun(ports.registry, parent)
+
+                def on_update(progress: RunMonitor) -> None:
+                    view.refresh(progress)
+                    _log_completed_rounds(ports, run_id, progress, tracked)
+
+                drive(consumers, monitor, config.rounds, stall_timeout_s=config.stall_timeout_s, on_update=on_update)
             finally:
                 consumers.close()
         if config.final_test:  # in-process, after every consumer stopped
@@ -110,9 +117,7 @@ def run_loop(
             if test is not None:
                 cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in test.per_category.items())
                 console.print(f"test Overall {test.overall:.3f} ({cats}) of {test.model_name}/{test.model_version}")
-        events = [e for topic in TOPICS for e in decodable(ports.bus.replay(topic)) if e.run_id == run_id]
-        events.sort(key=lambda e: e.occurred_at)
-        report = build_report(run_id, events, stage_seconds(monitor.rounds.values()))
+        report = build_report(run_id, run_events(ports, run_id), stage_seconds(monitor.rounds.values()))
         shown = {name: mask_credentials(getattr(settings, name)) for name in ("bus", "blobs", "registry")}
         report.settings.update(
             {
@@ -124,7 +129,7 @@ def run_loop(
         )
         html = write_report(report, out_dir)
         (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, "mlflow_run_id": parent, **shown}, indent=2))
-        finish_parent_run(ports.registry, parent, report, out_dir)
+        tracked.finish(report, out_dir)
     except BaseException:
         if parent is not None:
             _fail(ports, parent)
@@ -141,6 +146,27 @@ def run_loop(
         monitor.dead_letters,
         parent,
     )
+
+
+def run_events(ports: Ports, run_id: str) -> list[Event]:
+    """Every event of the run on the bus, oldest first."""
+    events = [e for topic in TOPICS for e in decodable(ports.bus.replay(topic)) if e.run_id == run_id]
+    events.sort(key=lambda e: e.occurred_at)
+    return events
+
+
+def _log_completed_rounds(ports: Ports, run_id: str, monitor: RunMonitor, tracked: ParentRun) -> None:
+    """Per-round metrics on the parent run as soon as a round completes; MLflow trouble here is logged, not fatal
+    (the end of the run logs every round again)."""
+    done = {n for n, r in monitor.rounds.items() if r.completed is not None}
+    if done <= tracked.rounds_seen:
+        return
+    tracked.rounds_seen |= done  # tried once each: an MLflow outage must not cost a bus replay on every update
+    try:
+        rows = build_report(run_id, run_events(ports, run_id), stage_seconds(monitor.rounds.values())).rounds
+        tracked.log_rounds([row for row in rows if row.round in done])
+    except Exception as exc:  # noqa: BLE001 - a tracker's view must not stop the loop
+        log.warning("could not log the completed rounds to MLflow: %s", exc)
 
 
 def _fail(ports: Ports, parent: str) -> None:

@@ -88,12 +88,39 @@ def round_metrics(row: RoundRow) -> dict[str, float]:
     return {k: float(v) for k, v in values.items() if v is not None}
 
 
+class ParentRun:
+    """The parent run of one flywheel run: per-round metrics logged as rounds complete (a tracker watches them
+    grow), each (round, metric) value once, then the report files at the end."""
+
+    def __init__(self, registry: Registry, run_id: str) -> None:
+        self.registry, self.run_id = registry, run_id
+        self.logged: dict[tuple[int, str], float] = {}
+        self.rounds_seen: set[int] = set()
+        """Rounds the loop has seen complete (their metrics were logged, or tried)."""
+
+    def log_rounds(self, rows: list[RoundRow]) -> int:
+        """Log the metrics of ``rows`` not yet logged with the same value; returns how many values went out."""
+        history = []
+        for row in rows:
+            fresh = {k: v for k, v in round_metrics(row).items() if self.logged.get((row.round, k)) != v}
+            if fresh:
+                history.append((row.round, fresh))
+        if history:
+            self.registry.log_metric_history(self.run_id, history)
+            self.logged.update({(step, k): v for step, values in history for k, v in values.items()})
+        return sum(len(values) for _, values in history)
+
+    def finish(self, report: RunReport, out_dir: Path) -> None:
+        """The final per-round figures (the test split's among them), the report files, the run marked finished."""
+        self.log_rounds(report.rounds)
+        with tempfile.TemporaryDirectory(prefix="flywheel-report-") as tmp:
+            for name in REPORT_FILES:
+                if (out_dir / name).is_file():
+                    shutil.copy2(out_dir / name, Path(tmp) / name)
+            self.registry.log_artifacts(self.run_id, Path(tmp), REPORT_ARTIFACTS)
+        self.registry.end_run(self.run_id)
+
+
 def finish_parent_run(registry: Registry, parent: str, report: RunReport, out_dir: Path) -> None:
     """Per-round metrics at ``step`` = round, the report files as artifacts, the run marked finished."""
-    registry.log_metric_history(parent, [(row.round, round_metrics(row)) for row in report.rounds])
-    with tempfile.TemporaryDirectory(prefix="flywheel-report-") as tmp:
-        for name in REPORT_FILES:
-            if (out_dir / name).is_file():
-                shutil.copy2(out_dir / name, Path(tmp) / name)
-        registry.log_artifacts(parent, Path(tmp), REPORT_ARTIFACTS)
-    registry.end_run(parent)
+    ParentRun(registry, parent).finish(report, out_dir)

@@ -14,7 +14,7 @@ from bus_schemas.envelope import Producer
 from bus_schemas.events.training import CategoryScore, DevSetEvaluated, overall_score
 from infra.bootstrap import open_blob_store, open_registry
 from infra.loop.config import LoopConfig
-from infra.loop.tracking import finish_parent_run, git_commit, start_parent_run
+from infra.loop.tracking import ParentRun, finish_parent_run, git_commit, start_parent_run
 from infra.report.model import RoundRow, RunReport
 from learner.config import LearnerConfig
 from learner.model import TinyModelConfig, build_tiny_model, save_checkpoint, train_tokenizer
@@ -137,3 +137,18 @@ def test_the_parent_run_gets_per_round_metrics_and_the_report(registry, tmp_path
 
 def test_the_parent_run_names_the_code_it_ran():
     assert re.fullmatch(r"[0-9a-f]{40}", git_commit())
+
+
+def test_rounds_logged_as_they_complete_are_not_logged_twice_at_the_end(registry, tmp_path):
+    name, run_id = f"planner-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    parent = ParentRun(
+        registry, start_parent_run(registry, LoopConfig(learner=LearnerConfig(model_name=name)), run_id, URLS)
+    )
+    first = RoundRow(round=0, dev_overall=0.25, admitted=40)
+    assert parent.log_rounds([first]) > 0
+    assert parent.log_rounds([first]) == 0  # nothing new: nothing sent
+    final = [RoundRow(round=0, dev_overall=0.25, admitted=40, test_overall=0.5), RoundRow(round=1, dev_overall=0.5)]
+    parent.finish(RunReport(run_id, final), tmp_path)
+    assert registry.metric_history(parent.run_id, "dev_overall") == [(0, 0.25), (1, 0.5)]
+    assert registry.metric_history(parent.run_id, "test_overall") == [(0, 0.5)]
+    assert registry.get_run(parent.run_id).status == "FINISHED"
