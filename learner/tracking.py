@@ -20,7 +20,11 @@ PARENT_ROLE = "flywheel-run"
 TRAINING_ROLE = "training"
 EVALUATION_ROLE = "dev-evaluation"
 EVENT_TAG = "flywheel_event_id"
-"""The event a run records (a DevSetEvaluated): a redelivered event finds its run instead of logging another."""
+"""The event a run records (a DevSetEvaluated)."""
+CAUSE_TAG = "flywheel_cause_id"
+"""The input that produced that event (the verdict that completed a dev group), else the event itself. A consumer
+killed after logging the run and before its commit gets the same input again and builds a new event with a new id:
+the run is found by its cause, so it is logged once."""
 
 
 def parent_run(registry: Registry, experiment: str, run_id: str) -> str | None:
@@ -52,9 +56,10 @@ def training_dataset(
 
 def log_dev_evaluation(registry: Registry, evaluated: DevSetEvaluated) -> str:
     """A dev-evaluation run (nested under the flywheel run when there is one): per-category and Overall success,
-    cost per task, the model and harness versions evaluated. Idempotent by the event's id."""
+    cost per task, the model and harness versions evaluated. Idempotent by the event's cause (``CAUSE_TAG``)."""
     experiment = evaluated.model_name
-    found = registry.find_run(experiment, {EVENT_TAG: evaluated.event_id})
+    cause = evaluated.causation_id or evaluated.event_id
+    found = registry.find_run(experiment, {CAUSE_TAG: cause})
     if found is not None:
         return found
     subject = (
@@ -77,6 +82,7 @@ def log_dev_evaluation(registry: Registry, evaluated: DevSetEvaluated) -> str:
             RUN_TAG: evaluated.run_id,
             ROLE_TAG: EVALUATION_ROLE,
             EVENT_TAG: evaluated.event_id,
+            CAUSE_TAG: cause,
             "round": "" if evaluated.round is None else str(evaluated.round),
         },
         parent_run_id=parent_run(registry, experiment, evaluated.run_id),
