@@ -14,7 +14,7 @@ class ReviserConfig(BaseSettings):
     """``auto_approve``: change kinds published without a human
     (``FLYWHEEL_REVISER_AUTO_APPROVE=add_instruction,set_budgets``); empty = every proposal waits for
     ``flywheel review``. ``min_cluster``: diagnoses of one category in a round before a template fires. ``policy``:
-    a model ref that writes instruction text (None = templates only)."""
+    a model ref that writes instruction text and tool notes (None = templates only)."""
 
     model_config = SettingsConfigDict(env_prefix="FLYWHEEL_REVISER_", extra="ignore", frozen=True)
 

@@ -26,13 +26,16 @@ from bus_schemas.events import (
 from consumers.harness_reviser.config import ReviserConfig
 from consumers.harness_reviser.rules import TEMPLATES, Cluster, Draft, Procedure, ToolDocs
 from harness_service.config import HarnessConfig
-from harness_service.revisions import AddInstruction, InvalidPatch, Patch, apply, patch_digest
+from harness_service.revisions import AddInstruction, InvalidPatch, Patch, SetToolNote, apply, patch_digest
 
 VERSION = "0.2.0"  # 0.2.0: window edits (tool notes, tool selection) from solution traces; patch_kinds
 AUTO = "auto:"
 
 
 class Writer(Protocol):
+    """Writes a template's instruction text; a writer that also has ``write_note(cluster, tool, template)`` writes
+    the note of ``set_tool_note`` drafts."""
+
     name: str
 
     def write(self, cluster: Cluster, template: str) -> str | None: ...
@@ -78,7 +81,22 @@ def _dev_rate(dev: DevSetEvaluated, capability: str | None) -> float:
 
 
 def _with_writer(draft: Draft, cluster: Cluster, base: HarnessConfig, writer: Writer | None) -> tuple[Patch, str]:
-    if writer is None or not isinstance(draft.patch, AddInstruction):
+    """The draft with its text written by ``writer`` (instructions, and tool notes when it writes notes); the
+    template's text when there is no writer or its text is unusable."""
+    if writer is None:
+        return draft.patch, "template"
+    patch: Patch
+    if isinstance(draft.patch, SetToolNote) and hasattr(writer, "write_note"):
+        text = writer.write_note(cluster, draft.patch.tool, draft.patch.note)
+        if text is None:
+            return draft.patch, f"template ({writer.name} gave no usable note)"
+        patch = SetToolNote(tool=draft.patch.tool, note=text)
+        try:
+            apply(base, patch)
+        except InvalidPatch as exc:
+            return draft.patch, f"template ({writer.name}: {exc})"
+        return patch, writer.name
+    if not isinstance(draft.patch, AddInstruction):
         return draft.patch, "template"
     text = writer.write(cluster, draft.patch.text)
     if text is None:

@@ -283,3 +283,25 @@ def test_with_a_compact_profile_the_reviser_proposes_a_window_edit_for_invalid_o
     assert isinstance(result, Proposal) and result.patch.kind in ("set_tool_selection", "set_tool_note")
     assert result.revised.instructions == COMPACT.instructions  # the window changes, not the instructions
     assert isinstance(_choose(ds), Skip)  # without a compact profile invalid_output has no template
+
+
+def test_a_configured_model_writes_the_note_of_a_window_edit_and_bad_output_falls_back_to_the_procedure():
+    tasks = {t.task_id: t for t in train()}
+    ds = diagnosed("invalid_output", tasks_of(["clock"], 4))
+    base = COMPACT.model_copy(update={"compact": CompactContext(tool_top_k=6)})
+
+    def proposal(reply: str) -> Proposal:
+        writer = ModelWriter(ScriptedPolicy([reply], "writer"))
+        found = {d.task_id: tasks[d.task_id] for d in ds}
+        result = choose(dev(), ds, found, base, ReviserConfig(), sandbox_docs, writer, sandbox_procedure)
+        assert isinstance(result, Proposal) and isinstance(result.patch, SetToolNote)
+        return result
+
+    written = proposal("Note: set the alarm with the goal's exact time")
+    assert written.patch.note == "set the alarm with the goal's exact time" and "scripted:writer" in written.summary
+    assert written.revised.compact is not None and written.patch.note in written.revised.compact.tool_notes.values()
+    template = rules.window_edit(traced("invalid_output", tasks_of(["clock"], 4)), base, sandbox_docs)
+    assert template is not None
+    for bad in ['<action>{"tool": "x"}</action>', "ok", "x " * 80]:
+        fallback = proposal(bad)
+        assert fallback.patch == template.patch and "template" in fallback.summary
