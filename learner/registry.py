@@ -30,6 +30,7 @@ PRODUCER = Producer(service="learner", version="0.1.0")
 CHECKPOINT_MEDIA_TYPE = "application/x-tar"
 CANDIDATE, PRODUCTION = "candidate", "production"
 ARTIFACT_PATH = "checkpoint"  # where producers/rollout expects a version's files
+SERVABLE_PATH = "model"  # the same checkpoint as an MLflow pyfunc: the registered version's source, servable
 EVENTS_FILE = "events.json"  # the events a registration publishes, kept with its run for a redelivered request
 REQUEST_TAG = "training_request"  # the event id of the TrainingRequested a version answers
 
@@ -124,12 +125,13 @@ def register_checkpoint(
         "lineage.json",
     )
     registry.log_artifacts(mlflow_run, checkpoint, ARTIFACT_PATH)
+    registry.log_servable_model(mlflow_run, checkpoint, SERVABLE_PATH)
     envelope = dict(producer=PRODUCER, run_id=run_id, round=round)
     events = _registration_events(lineage, blob, mlflow_run, envelope)
     # The version number is only known after registering: the stored copy carries a placeholder, filled in on load.
     registry.log_dict(mlflow_run, {"events": [_event_json(e) for e in (*companions, *events)]}, EVENTS_FILE)
     registry.end_run(mlflow_run)
-    version = registry.register_version(lineage.model_name, mlflow_run, ARTIFACT_PATH, tags=tags)
+    version = registry.register_version(lineage.model_name, mlflow_run, SERVABLE_PATH, tags=tags)
     registry.set_alias(lineage.model_name, CANDIDATE, version.version)
     return version, _with_version(events, version)
 

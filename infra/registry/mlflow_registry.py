@@ -157,6 +157,23 @@ class MlflowRegistry:
     def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None:
         self._client.log_artifacts(run_id, str(local_dir), artifact_path)
 
+    def log_servable_model(self, run_id: str, checkpoint: Path, artifact_path: str) -> None:
+        import mlflow
+        from mlflow.models import ModelSignature
+        from mlflow.types import ColSpec, Schema
+
+        signature = ModelSignature(inputs=Schema([ColSpec("string", "messages")]), outputs=Schema([ColSpec("string")]))
+        with tempfile.TemporaryDirectory(prefix="pyfunc-") as tmp:
+            model = Path(tmp) / "model"
+            mlflow.pyfunc.save_model(
+                path=str(model),
+                python_model=str(Path(__file__).with_name("planner_model.py")),
+                artifacts={"checkpoint": str(checkpoint)},
+                signature=signature,
+                pip_requirements=[f"mlflow=={mlflow.__version__}", "torch", "transformers"],
+            )
+            self._client.log_artifacts(run_id, str(model), artifact_path)
+
     def download_artifacts(self, run_id: str, artifact_path: str, dst: Path) -> Path:
         dst.mkdir(parents=True, exist_ok=True)
         return Path(self._client.download_artifacts(run_id, artifact_path, str(dst)))

@@ -32,10 +32,15 @@ URLS = {
 
 
 @pytest.fixture(params=["sqlite", "mlflow-server"])
-def registry(request, tmp_path):
+def registry_url(request, tmp_path) -> str:
     if request.param == "sqlite":
-        return open_registry(f"sqlite:///{tmp_path}/mlflow.db")
-    return open_registry(request.getfixturevalue("real_stack").mlflow_url)
+        return f"sqlite:///{tmp_path}/mlflow.db"
+    return request.getfixturevalue("real_stack").mlflow_url
+
+
+@pytest.fixture
+def registry(registry_url):
+    return open_registry(registry_url)
 
 
 def checkpoint(path: Path) -> Path:
@@ -152,3 +157,31 @@ def test_rounds_logged_as_they_complete_are_not_logged_twice_at_the_end(registry
     assert registry.metric_history(parent.run_id, "dev_overall") == [(0, 0.25), (1, 0.5)]
     assert registry.metric_history(parent.run_id, "test_overall") == [(0, 0.5)]
     assert registry.get_run(parent.run_id).status == "FINISHED"
+
+
+def test_a_registered_version_is_a_servable_mlflow_model(registry, registry_url, tmp_path):
+    """What `mlflow models serve -m models:/<name>/<version>` loads: a pyfunc answering a chat with the reply text."""
+    import json
+
+    import mlflow
+    import pandas as pd
+
+    name = f"planner-{uuid.uuid4().hex[:8]}"
+    blobs = open_blob_store(f"file:///{tmp_path}/blobs")
+    manifest = blobs.put(b"{}", "application/json")
+    version, _ = register_checkpoint(
+        registry, blobs, checkpoint(tmp_path / "ckpt"), lineage(name, manifest), run_id="run-serve"
+    )
+    assert version.source.endswith("/model")
+    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    mlflow.set_tracking_uri(registry_url)
+    mlflow.set_registry_uri(registry_url)
+    try:
+        model = mlflow.pyfunc.load_model(f"models:/{name}/{version.version}")
+        chat = [{"role": "system", "content": "You operate a phone."}, {"role": "user", "content": "Set an alarm."}]
+        replies = model.predict(pd.DataFrame({"messages": [json.dumps(chat), json.dumps(chat[:1])]}))
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
+    assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
+    assert [c.name for c in model.metadata.signature.inputs.inputs] == ["messages"]
