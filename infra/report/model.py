@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import orjson
+
+from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Event
 from bus_schemas.events import (
     DevSetEvaluated,
@@ -84,11 +87,26 @@ class RoundRow:
     against the parent version and whether it went to ``@production``."""
 
 
-def revision_rows(events: Iterable[Event]) -> dict[int, list[dict[str, Any]]]:
+PatchReader = Callable[[BlobRef], bytes]
+"""Reads a proposal's patch blob (the blob store's ``get``)."""
+
+
+def _patch(read: PatchReader | None, ref: BlobRef) -> Any:
+    """The patch as its JSON object (the change to the parent config), or None when it cannot be read."""
+    if read is None:
+        return None
+    try:
+        return orjson.loads(read(ref))
+    except Exception:  # a missing or unreadable blob leaves the row without its patch; the report still renders
+        return None
+
+
+def revision_rows(events: Iterable[Event], read_patch: PatchReader | None = None) -> dict[int, list[dict[str, Any]]]:
     """Round -> one row per proposed revision: ``revision_id``, ``patch_kinds``, ``basis`` (diagnosis label ->
     count), ``dev_parent`` / ``dev_revision`` (Overall of each on the paired dev tasks), ``paired_delta`` with its
     ``paired_interval`` and ``paired_tasks``, tasks ``won`` / ``lost``, ``promoted`` (the A/B accepted it),
-    ``decision`` (the A/B's or the review gate's reason) and ``summary`` (the reviser's, with examples).
+    ``decision`` (the A/B's or the review gate's reason), ``summary`` (the reviser's, with examples) and ``patch``
+    (the change itself, read with ``read_patch``; None without it).
     A revision not (yet) decided by the A/B has None figures and ``promoted`` false."""
     labels: dict[str, str] = {}
     proposals: list[HarnessRevisionProposed] = []
@@ -121,6 +139,7 @@ def revision_rows(events: Iterable[Event]) -> dict[int, list[dict[str, Any]]]:
                 "promoted": ab is not None and ab.decision == "accepted",
                 "decision": ab.reason if ab is not None else (f"review: {gated.decision}" if gated else "pending"),
                 "summary": p.summary,
+                "patch": _patch(read_patch, p.patch),
             }
         )
     return rows
@@ -141,9 +160,13 @@ class RunReport:
 
 
 def build_report(
-    run_id: str, events: Iterable[Event], stage_seconds: dict[int, dict[str, float]] | None = None
+    run_id: str,
+    events: Iterable[Event],
+    stage_seconds: dict[int, dict[str, float]] | None = None,
+    read_patch: PatchReader | None = None,
 ) -> RunReport:
-    """Fold the run's events into one row per round (events without a round are ignored)."""
+    """Fold the run's events into one row per round (events without a round are ignored); ``read_patch`` adds each
+    revision's patch from the blob store."""
     events = [e for e in events if e.run_id == run_id]
     rows: dict[int, RoundRow] = {}
     ended: dict[str, EpisodeEnded] = {}
@@ -248,7 +271,7 @@ def build_report(
         row(number).failures = dict(sorted(counts.items()))
     for number, stages in (stage_seconds or {}).items():
         row(number).stage_seconds = dict(stages)
-    for number, revisions in revision_rows(events).items():
+    for number, revisions in revision_rows(events, read_patch).items():
         if number >= 0:
             row(number).revisions = revisions
     return RunReport(run_id=run_id, rounds=[rows[k] for k in sorted(rows)])

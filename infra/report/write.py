@@ -164,7 +164,8 @@ def _revisions(report: RunReport) -> str:
                 "" if v.get("won") is None else f"{v['won']}/{v['lost']}",
             )
             promoted = "promoted" if v["promoted"] else "not promoted"
-            summary = html.escape(f"{v['summary']} | A/B: {v['decision']}")
+            patch = f" | patch: {json.dumps(v['patch'], sort_keys=True)}" if v.get("patch") is not None else ""
+            summary = html.escape(f"{v['summary']}{patch} | A/B: {v['decision']}")
             rows.append(
                 "<tr>"
                 + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 
 from bus_schemas.envelope import new_event_id
@@ -165,10 +166,15 @@ def test_each_round_lists_its_revisions_with_their_basis_and_paired_ab(tmp_path)
     assert note["promoted"] and note["paired_delta"] == 0.0 and note["basis"] == {"invalid_output": 2, "recovery": 1}
     assert not wait["promoted"] and wait["paired_delta"] is None and wait["decision"] == "pending"
 
-    html_path = write_report(build_report("run-1", events), tmp_path)
+    assert harm["patch"] is None  # without a blob reader
+    patch = {"kind": "set_tool_selection", "tool_top_k": 0}
+    blobs = {events[3].patch.sha256: orjson.dumps(patch)}
+    read = build_report("run-1", events, read_patch=lambda ref: blobs[ref.sha256]).rounds[0].revisions
+    assert read[0]["patch"] == patch
+    html_path = write_report(build_report("run-1", events, read_patch=lambda ref: blobs[ref.sha256]), tmp_path)
     written = json.loads((tmp_path / "report.json").read_text())["rounds"][0]["revisions"]
     keys = {"revision_id", "patch_kinds", "basis", "dev_parent", "dev_revision", "paired_delta", "promoted"}
     assert [r["revision_id"] for r in written] == ["rev-harm", "rev-note", "rev-wait"] and keys <= set(written[0])
     page = html_path.read_text()
     assert "Harness revisions" in page and "rev-harm" in page and "-0.125 [-0.225, -0.025]" in page
-    assert "not promoted" in page and "set_tool_note" in page
+    assert "not promoted" in page and "set_tool_note" in page and "&quot;tool_top_k&quot;: 0" in page
