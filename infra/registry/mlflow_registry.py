@@ -8,7 +8,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class MlflowRegistry:
         self, tracking_uri: str, *, artifact_root: Path | None = None, connect_timeout_s: float = 10.0
     ) -> None:
         self.url = mask_credentials(tracking_uri)  # for messages and logs; the client gets the real one
+        self._tracking_uri = tracking_uri
         self.artifact_root = artifact_root
         if tracking_uri.startswith(("http://", "https://")):
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(max(30, connect_timeout_s))))
@@ -156,6 +157,13 @@ class MlflowRegistry:
 
     def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None:
         self._client.log_artifacts(run_id, str(local_dir), artifact_path)
+
+    def watch_system(self, run_id: str, interval_s: float = 10.0) -> Callable[[], None]:
+        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+        monitor = SystemMetricsMonitor(run_id, sampling_interval=interval_s, tracking_uri=self._tracking_uri)
+        monitor.start()
+        return monitor.finish
 
     def log_servable_model(self, run_id: str, checkpoint: Path, artifact_path: str) -> None:
         import mlflow

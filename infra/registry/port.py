@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -106,6 +106,10 @@ class Registry(Protocol):
     def load_dict(self, run_id: str, artifact_file: str) -> dict[str, Any]: ...
 
     def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None: ...
+
+    def watch_system(self, run_id: str, interval_s: float = 10.0) -> Callable[[], None]:
+        """Record CPU, memory, disk and network use as the run's system metrics until the returned stop is called."""
+        ...
 
     def log_servable_model(self, run_id: str, checkpoint: Path, artifact_path: str) -> None:
         """The checkpoint as a model MLflow can serve (``mlflow models serve``), under ``artifact_path``."""

@@ -84,3 +84,17 @@ def test_a_dataset_is_a_run_input_with_its_source(registry, unique):
 def test_more_params_than_one_batch_holds(registry, unique):
     run_id = registry.start_run(f"contract-{unique}", params={f"p{i:03d}": i for i in range(250)})
     assert registry.get_run(run_id).params == {f"p{i:03d}": str(i) for i in range(250)}
+
+
+def test_system_metrics_are_recorded_while_watched(registry, unique):
+    import time
+
+    run_id = registry.start_run(f"contract-{unique}")
+    stop = registry.watch_system(run_id, interval_s=0.5)
+    time.sleep(3)
+    stop()
+    cpu = registry.metric_history(run_id, "system/cpu_utilization_percentage")
+    memory = registry.metric_history(run_id, "system/system_memory_usage_megabytes")
+    assert len(cpu) >= 2 and memory and all(value > 0 for _, value in memory)
+    time.sleep(1.5)
+    assert len(registry.metric_history(run_id, "system/cpu_utilization_percentage")) == len(cpu)  # stopped
