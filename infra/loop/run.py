@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -73,9 +74,11 @@ def run_loop(
     ports = open_ports(settings)
     urls = {"bus": settings.bus, "blobs": settings.blobs, "registry": settings.registry}
     parent: str | None = None
+    stop_watching: Callable[[], None] = _nothing
     try:
         ensure_topics(ports.bus)
         parent = start_parent_run(ports.registry, config, run_id, urls)
+        stop_watching = ports.registry.watch_system(parent)  # CPU, memory, disk, network: the System metrics tab
         start = begin_run(ports, config, run_id)
         log.info(
             "run %s: %d train tasks, %d dev tasks, harness %s, bus %s",
@@ -129,8 +132,10 @@ def run_loop(
         )
         html = write_report(report, out_dir)
         (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, "mlflow_run_id": parent, **shown}, indent=2))
+        stop_watching()
         tracked.finish(report, out_dir)
     except BaseException:
+        stop_watching()
         if parent is not None:
             _fail(ports, parent)
         raise
@@ -146,6 +151,10 @@ def run_loop(
         monitor.dead_letters,
         parent,
     )
+
+
+def _nothing() -> None:
+    """What stopping a watch that never started does."""
 
 
 def run_events(ports: Ports, run_id: str) -> list[Event]:

@@ -103,6 +103,7 @@ def test_mlflow_holds_a_parent_run_with_the_rounds_runs_nested(run_dir):
     run = registry.get_run(parent)
     assert run.status == "FINISHED" and run.tags["bus"].startswith("sqlite:///") and "dev_overall" in run.metrics
     assert [step for step, _ in registry.metric_history(parent, "dev_overall")] == [0]
+    assert registry.metric_history(parent, "system/system_memory_usage_megabytes")  # the System metrics tab
     assert {p.name for p in registry.download_artifacts(parent, "report", tmp_path / "artifacts").iterdir()} >= {
         "report.html",
         "report.json",
