@@ -65,6 +65,10 @@ class KafkaBus:
         self.timeout_s = connect_timeout_s
         self.client_id = client_id
         self._loop = LoopThread()
+        # One started, group-less consumer answers every end-offset query: starting one per query (a bootstrap,
+        # a metadata fetch and a stop) cost ~0.3 s, and consumers ask before each event they handle.
+        self._offsets: AIOKafkaConsumer | None = None
+        self._offsets_lock: asyncio.Lock | None = None
         try:
             self._admin = KafkaAdminClient(
                 bootstrap_servers=bootstrap.split(","),
@@ -173,14 +177,19 @@ class KafkaBus:
         tps = [AioTopicPartition(topic, p) for p in sorted(parts)]
         return dict(await reader.end_offsets(tps))
 
+    async def _offsets_reader(self) -> AIOKafkaConsumer:
+        """The bus's long-lived reader for end offsets, started on first use (on the loop thread)."""
+        if self._offsets_lock is None:
+            self._offsets_lock = asyncio.Lock()
+        async with self._offsets_lock:
+            if self._offsets is None:
+                self._offsets = await self._reader()
+            return self._offsets
+
     def end_offsets(self, topic: str) -> dict[int, int]:
         async def run() -> dict[int, int]:
-            reader = await self._reader()
-            try:
-                ends = await self._partitions_and_ends(reader, topic)
-                return {tp.partition: off for tp, off in sorted(ends.items())}
-            finally:
-                await reader.stop()
+            ends = await self._partitions_and_ends(await self._offsets_reader(), topic)
+            return {tp.partition: off for tp, off in sorted(ends.items())}
 
         return self._loop.run(run())
 
@@ -192,16 +201,13 @@ class KafkaBus:
         since: datetime | None = None,
         partition: int | None = None,
     ) -> Iterator[Record]:
-        reader = self._loop.run(self._reader())
-        try:
-            ends = self._loop.run(self._partitions_and_ends(reader, topic))
-            tps = [tp for tp in sorted(ends) if partition is None or tp.partition == partition]
-            starts = {tp: from_offset for tp in tps}
-            if since is not None:
-                found = self._loop.run(reader.offsets_for_times({tp: int(since.timestamp() * 1000) for tp in tps}))
-                starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
-        finally:
-            self._loop.run(reader.stop())
+        reader = self._loop.run(self._offsets_reader())
+        ends = self._loop.run(self._partitions_and_ends(reader, topic))
+        tps = [tp for tp in sorted(ends) if partition is None or tp.partition == partition]
+        starts = {tp: from_offset for tp in tps}
+        if since is not None:
+            found = self._loop.run(reader.offsets_for_times({tp: int(since.timestamp() * 1000) for tp in tps}))
+            starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
         for tp in tps:
             yield from self._read_partition(tp, starts[tp], ends[tp])
 
@@ -293,6 +299,8 @@ class KafkaBus:
         if self._loop.stopped:
             return
         try:
+            if self._offsets is not None:
+                self._loop.run(self._stop_reader(self._offsets), self.timeout_s + 5)
             self._loop.run(self._producer.stop(), 10)
         except _CLOSE_ERRORS:
             pass  # the broker is gone: nothing left to flush to; the loop below is stopped regardless
