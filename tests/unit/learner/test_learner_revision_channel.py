@@ -1,0 +1,170 @@
+"""The revision channel works on a trained checkpoint: for a fixed tiny planner, a window edit of the harness
+changes what it does on dev, the paired A/B against the parent harness (same checkpoint, same task instances and
+seeds) measures it, and the dev evaluator's decision keeps a harmful revision out of ``@production`` while a
+revision that does not regress goes in.
+
+One module-scoped SFT run on CPU (reference episodes of two tool-use templates, the learner's own 384-token
+window that keeps the compact system turn); the dev tasks are instances of a suite seed never trained on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bus_schemas.envelope import Producer
+from bus_schemas.events import DevSetEvaluated, FailureDiagnosed, TaskSpecified
+from consumers.dev_evaluator.handler import AB_DECIDER, PairedResult, compare_paired, revision_decided
+from consumers.harness_reviser.rules import Cluster, window_edit
+from consumers.harness_reviser.spec import sandbox_docs, sandbox_procedure
+from harness_service.config import HarnessConfig
+from harness_service.revisions import SetToolNote, SetToolSelection, apply
+from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
+from infra.events import ensure_topics
+from learner.config import LearnerConfig
+from learner.dataset.coldstart import seed_cold_start
+from learner.eval import evaluate_dev
+from learner.jobs import current_dataset, skills, window
+from learner.model import PlannerPolicy, build_tiny_model, train_tokenizer
+from learner.model.window import turn_corpus
+from learner.sft import SftSettings, train_sft
+from learner.tasks import template_tasks
+
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(1800)]  # one SFT run: ~3 min on 2 idle cores, 20+ on busy ones
+TEMPLATES = {"tu.set_alarm", "tu.reminder_due"}
+SFT = SftSettings(max_steps=300, batch_size=16, learning_rate=3e-3, logging_steps=100)
+P = Producer(service="test", version="0")
+
+
+def tasks(split: str, seeds: range) -> list[TaskSpecified]:
+    return template_tasks("run-channel", seeds, split, lambda t: t.id in TEMPLATES)
+
+
+@dataclass
+class Checkpoint:
+    ports: Ports
+    config: LearnerConfig
+    model: Any
+    tokenizer: Any
+    dev: list[TaskSpecified]
+
+
+@dataclass
+class Evaluation:
+    evaluated: DevSetEvaluated
+    solved: dict[str, bool]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    root: Path = tmp_path_factory.mktemp("channel")
+    ports = Ports(
+        open_bus(f"sqlite:///{root}/bus.db?session_timeout_s=1.5"),
+        open_blob_store(f"file:///{root}/blobs"),
+        open_registry(f"sqlite:///{root}/mlflow.db"),
+    )
+    ensure_topics(ports.bus)
+    config = LearnerConfig()
+    assert config.system_tokens > 0 and config.harness.compact is not None  # the window keeps the system turn
+    seed_cold_start(ports, tasks("train", range(2, 14)), config.harness, skills(), run_id="run-channel")
+    data = current_dataset(ports, config)
+    tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
+    model = build_tiny_model(tokenizer, config.tiny)
+    train_sft(model, tokenizer, data.examples, root / "sft", settings=SFT, window=window(config))
+    return Checkpoint(ports, config, model, tokenizer, tasks("train", range(40, 41)))
+
+
+def evaluate(ck: Checkpoint, harness: HarnessConfig) -> Evaluation:
+    """The fixed checkpoint on every dev task (greedy, the task's seed) under ``harness``."""
+    policy = PlannerPolicy(ck.model, ck.tokenizer, name="planner/1", window=window(ck.config))
+    report = evaluate_dev(
+        policy,
+        ck.dev,
+        config=harness,
+        skills=skills(),
+        blobs=ck.ports.blobs,
+        publish=lambda events: None,
+        run_id="run-channel",
+        model_name="planner",
+        model_version="1",
+    )
+    solved = {t.task_id: e.verdict.outcome == "success" for t, e in zip(ck.dev, report.episodes, strict=True)}
+    return Evaluation(report.evaluated, solved)
+
+
+def ab(ck: Checkpoint, parent: Evaluation, revision: Evaluation) -> PairedResult:
+    paired = compare_paired(parent.solved, revision.solved, {t.task_id: t.category for t in ck.dev}, seed="channel")
+    assert paired is not None and paired.tasks == len(ck.dev)
+    return paired
+
+
+@pytest.fixture(scope="module")
+def parent(checkpoint: Checkpoint) -> Evaluation:
+    result = evaluate(checkpoint, checkpoint.config.harness)
+    rate = sum(result.solved.values()) / len(result.solved)
+    assert rate >= 0.5, f"the fixed checkpoint solves {rate:.2f} of {len(result.solved)} dev tasks"
+    return result
+
+
+def test_a_harmful_window_edit_changes_dev_behaviour_beyond_the_uncertainty_and_is_not_promoted(checkpoint, parent):
+    base = checkpoint.config.harness
+    harmful = apply(base, SetToolSelection(tool_top_k=0))  # the step's tool list leaves the window
+    revision = evaluate(checkpoint, harmful)
+    paired = ab(checkpoint, parent, revision)
+    assert paired.losses >= 0.25 * paired.tasks and paired.wins < paired.losses
+    assert paired.high < 0, f"delta {paired.delta:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}]"  # beyond the noise
+    decided = revision_decided(revision.evaluated, base.name, "rev-harmful", "tiny-planner/1", paired, P)
+    assert (decided.decision, decided.decided_by) == ("rejected", AB_DECIDER)
+    assert decided.metrics["paired_delta"] == pytest.approx(revision.evaluated.overall - parent.evaluated.overall)
+
+
+def test_a_revision_that_does_not_regress_is_promoted(checkpoint, parent):
+    base = checkpoint.config.harness
+    unseen = apply(base, SetToolNote(tool="maps.route", note="route before booking"))  # no dev task shows it
+    assert unseen.digest() != base.digest()
+    revision = evaluate(checkpoint, unseen)
+    paired = ab(checkpoint, parent, revision)
+    assert (paired.delta, paired.wins, paired.losses) == (0, 0, 0)  # the same tokens reach the model: same episodes
+    decided = revision_decided(revision.evaluated, base.name, "rev-neutral", "tiny-planner/1", paired, P)
+    assert decided.decision == "accepted"
+
+
+def test_the_revisers_own_window_edit_is_decided_by_its_paired_result(checkpoint, parent):
+    """The reviser drafts an edit from the checkpoint's failing tasks' traces; the A/B, not the draft, decides."""
+    failing = [t for t in checkpoint.dev if not parent.solved[t.task_id]]
+    assert failing
+    diagnoses = tuple(
+        FailureDiagnosed(
+            producer=P,
+            run_id="run-channel",
+            round=1,
+            task_id=t.task_id,
+            episode_id=f"ep-{i}",
+            attribution="invalid_output",
+            explanation="crafted",
+            confidence=0.8,
+            diagnoser_version="v",
+        )
+        for i, t in enumerate(failing)
+    )
+    traces = {t.task_id: calls for t in failing if (calls := sandbox_procedure(t))}
+    cluster = Cluster("invalid_output", diagnoses, {t.task_id: t for t in failing}, traces)
+    base = checkpoint.config.harness
+    draft = window_edit(cluster, base, sandbox_docs)
+    assert draft is not None and draft.patch.kind in ("set_tool_note", "set_tool_selection")
+    revised = apply(base, draft.patch)
+    assert revised.compact != base.compact and revised.instructions == base.instructions
+    revision = evaluate(checkpoint, revised)
+    paired = ab(checkpoint, parent, revision)
+    decided = revision_decided(revision.evaluated, base.name, "rev-drafted", "tiny-planner/1", paired, P)
+    assert decided.decision == ("rejected" if paired.delta < 0 else "accepted")
+    print(
+        f"{draft.patch}: paired delta {paired.delta:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}], {decided.decision}"
+    )
