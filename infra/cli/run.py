@@ -93,6 +93,7 @@ def run(
     -> dev evaluation -> harness revision, N rounds, on the embedded adapters under ./.flywheel/ by default
     (no servers) or on Kafka + S3 + MLflow with --bus/--blobs/--registry. Ends with runs/<run_id>/report.html."""
     from infra.cli.quiet import quiet_console
+    from infra.cli.signals import exit_on_sigterm
     from infra.config import load_settings, mask_credentials
     from infra.loop.config import LoopConfig
     from infra.loop.config import profile as loop_profile
@@ -131,7 +132,10 @@ def run(
         f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}\n"
         f"  library output (bars, warnings, logs): {log_file}"
     )
-    result = run_loop(settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress)
+    with exit_on_sigterm() as stopping:
+        result = run_loop(
+            settings, loop, run_id=name, spawn=spawn_consumers, console=console, show_progress=progress, stop=stopping
+        )
     overall = " -> ".join(f"{r.dev.overall:.3f}" if r.dev else "-" for r in result.rounds)
     console.print(
         f"[bold]dev Overall per round:[/] {overall}   ({result.wall_time_s / 60:.1f} min, "

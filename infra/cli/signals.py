@@ -27,3 +27,25 @@ def stop_on_signals() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def exit_on_sigterm() -> Iterator[threading.Event]:
+    """SIGTERM raises SystemExit(143) while the block runs, so ``finally`` blocks run as on Ctrl-C: the run's
+    consumer processes are stopped and its MLflow run is marked killed (the default handler ends the process at
+    once and leaves both behind). The yielded event is set too: an exception raised where Python ignores it (a
+    weakref callback during garbage collection) is lost, so a loop that checks the event stops at its next turn."""
+    stopping = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stopping
+        return
+
+    def leave(signum: int, _frame: object) -> None:
+        stopping.set()
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield stopping
+    finally:
+        signal.signal(signal.SIGTERM, previous)

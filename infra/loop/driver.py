@@ -3,6 +3,7 @@ folds the log, updates the view."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -41,9 +42,12 @@ def drive(
     stall_timeout_s: float,
     on_update: Callable[[RunMonitor], None],
     idle_sleep_s: float = 0.05,
+    stop: threading.Event | None = None,
 ) -> None:
     last_growth = time.monotonic()
     while True:
+        if stop is not None and stop.is_set():
+            raise SystemExit(143)  # SIGTERM (see infra.cli.signals.exit_on_sigterm)
         handled = consumers.step()
         fresh = monitor.update()
         if fresh or handled:

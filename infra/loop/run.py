@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ def run_loop(
     spawn: bool = False,
     console: Console | None = None,
     show_progress: bool = True,
+    stop: threading.Event | None = None,
 ) -> LoopResult:
     console = console or Console()
     if settings.bus.startswith("kafka://") and not spawn:
@@ -103,7 +105,14 @@ def run_loop(
                     view.refresh(progress)
                     _log_completed_rounds(ports, run_id, progress, tracked)
 
-                drive(consumers, monitor, config.rounds, stall_timeout_s=config.stall_timeout_s, on_update=on_update)
+                drive(
+                    consumers,
+                    monitor,
+                    config.rounds,
+                    stall_timeout_s=config.stall_timeout_s,
+                    on_update=on_update,
+                    stop=stop,
+                )
             finally:
                 consumers.close()
         if config.final_test:  # in-process, after every consumer stopped
@@ -134,10 +143,10 @@ def run_loop(
         (out_dir / "run.json").write_text(json.dumps({"run_id": run_id, "mlflow_run_id": parent, **shown}, indent=2))
         stop_watching()
         tracked.finish(report, out_dir)
-    except BaseException:
+    except BaseException as exc:
         stop_watching()
         if parent is not None:
-            _fail(ports, parent)
+            _fail(ports, parent, "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED")
         raise
     finally:
         ports.close()
@@ -178,9 +187,9 @@ def _log_completed_rounds(ports: Ports, run_id: str, monitor: RunMonitor, tracke
         log.warning("could not log the completed rounds to MLflow: %s", exc)
 
 
-def _fail(ports: Ports, parent: str) -> None:
-    """Mark the parent run failed; a registry that is down too must not hide the run's own error."""
+def _fail(ports: Ports, parent: str, status: str) -> None:
+    """Mark the parent run failed (or killed); a registry that is down too must not hide the run's own error."""
     try:
-        ports.registry.end_run(parent, status="FAILED")
+        ports.registry.end_run(parent, status=status)
     except Exception as exc:  # noqa: BLE001 - logged, the original failure propagates
         log.warning("could not mark MLflow run %s failed: %s", parent, exc)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,7 +54,7 @@ def tiny_loop(tmp_path: Path) -> Path:
     return path
 
 
-def flywheel_run(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+def run_command(tmp_path: Path, run_id: str, *flags: str) -> tuple[list[str], dict[str, str]]:
     # The test process may have set some switches itself (conftest turns MLflow's bars off): the command must.
     env = {k: v for k, v in os.environ.items() if k not in LIBRARY_SWITCHES and k != VERBOSE_ENV}
     command = [
@@ -63,11 +65,16 @@ def flywheel_run(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str
         "run",
         f"--config={tiny_loop(tmp_path)}",
         f"--out={tmp_path / 'runs'}",
-        "--run-id=quiet",
+        f"--run-id={run_id}",
         f"--bus=sqlite:///{tmp_path}/bus.db",
         f"--blobs=file:///{tmp_path}/blobs",
         f"--registry=sqlite:///{tmp_path}/mlflow.db",
     ]
+    return command, env
+
+
+def flywheel_run(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    command, env = run_command(tmp_path, "quiet", *flags)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
 
 
@@ -116,3 +123,26 @@ def test_mlflow_holds_a_parent_run_with_the_rounds_runs_nested(run_dir):
     assert len(registry.metric_history(training, "loss")) == 3  # 6 steps, logged every 2: a curve, not a point
     (dataset,) = registry.datasets(training)
     assert dataset.profile["examples"] >= 8 and any(k.startswith("episodes/") for k in dataset.source["event_offsets"])
+
+
+def test_a_run_stopped_with_sigterm_marks_its_mlflow_run_killed(tmp_path):
+    command, env = run_command(tmp_path, "stopped")
+    log = tmp_path / "runs" / "stopped" / "logs" / "flywheel.log"
+    with (tmp_path / "output.txt").open("w") as output:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 240
+        while "flywheel.run INFO run stopped:" not in (log.read_text() if log.exists() else ""):
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never started"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 143, (tmp_path / "output.txt").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    from infra.bootstrap import open_registry
+
+    registry = open_registry(f"sqlite:///{tmp_path}/mlflow.db")
+    parent = registry.find_run("planner", {"flywheel_run_id": "stopped", "flywheel_role": "flywheel-run"})
+    assert parent is not None and registry.get_run(parent).status == "KILLED"
