@@ -129,7 +129,9 @@ def run_loop(
             if test is not None:
                 cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in test.per_category.items())
                 console.print(f"test Overall {test.overall:.3f} ({cats}) of {test.model_name}/{test.model_version}")
-        report = build_report(run_id, run_events(ports, run_id), stage_seconds(monitor.rounds.values()))
+        report = build_report(
+            run_id, run_events(ports, run_id), stage_seconds(monitor.rounds.values()), read_patch=ports.blobs.get
+        )
         shown = {name: mask_credentials(getattr(settings, name)) for name in ("bus", "blobs", "registry")}
         report.settings.update(
             {
