@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast lint fmt install lock stack-up stack-down bench clean help adb
+.PHONY: run test test-fast lint fmt install lock stack-up stack-down bench clean help system-packages
 
 help:
 	@echo "make run    - install into .venv and run the main job on the embedded default (no servers)"
@@ -49,17 +49,25 @@ stack-up: install
 stack-down: install
 	$(BIN)/flywheel stack down
 
-# The ADB tests need Debian's adb (a real adb server, no device); without root they are skipped with a reason.
-adb:
-	@command -v adb >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq adb >/dev/null) \
-		|| echo "adb not installed: the adb-server tests will be skipped"; }
+# System packages some tests drive, from Debian: adb (a real adb server, no device) and chromium with its driver
+# (the MLflow UI checked in a headless browser). Installed when missing and we are root; otherwise those tests
+# are skipped with a reason.
+system-packages:
+	@missing=""; command -v adb >/dev/null || missing="adb"; \
+	{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || missing="$$missing chromium chromium-driver"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing Debian packages:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else echo "not root, so not installing$$missing: the tests that need them will be skipped"; fi; \
+	fi
 
 # The stack is stopped whatever pytest does; pytest's exit code 5 (no tests collected) fails the target.
 # pytest cannot hang the target: past TEST_TIMEOUT_S it gets SIGABRT, which makes faulthandler print every
 # thread's stack (PYTHONFAULTHANDLER keeps it on after pytest's own session ends), then SIGKILL 60 s later.
 # The ini's session_timeout stops scheduling tests well before that, so a slow run still reports its results.
 TEST_TIMEOUT_S ?= 4800
-test: install adb
+test: install system-packages
 	@status=0; \
 	$(BIN)/flywheel stack up || status=$$?; \
 	if [ $$status -eq 0 ]; then \

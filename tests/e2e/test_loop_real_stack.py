@@ -52,20 +52,22 @@ def test_two_rounds_with_every_consumer_as_a_process_on_the_real_stack(real_stac
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:] + tails
     assert "dev Overall per round:" in proc.stdout
+    consumers = (
+        "round_controller",
+        "reweighter",
+        "task_constructor",
+        "verifier",
+        "diagnoser",
+        "curator",
+        "trainer",
+        "dev_evaluator",
+        "harness_reviser",
+        "rollout-worker",
+    )
+    # the run's own log (library output); each consumer process: its console (<name>.log) and every record,
+    # libraries' too (<name>.all.log)
     assert sorted(p.name for p in logs.glob("*.log")) == sorted(
-        f"{n}.log"
-        for n in (
-            "round_controller",
-            "reweighter",
-            "task_constructor",
-            "verifier",
-            "diagnoser",
-            "curator",
-            "trainer",
-            "dev_evaluator",
-            "harness_reviser",
-            "rollout-worker",
-        )
+        ["flywheel.log", *(f"{n}.log" for n in consumers), *(f"{n}.all.log" for n in consumers)]
     )
     ports = open_ports(
         load_settings(bus=f"{urls['bus']}?namespace={run_id}", blobs=urls["blobs"], registry=urls["registry"])
