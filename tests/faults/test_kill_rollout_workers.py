@@ -39,6 +39,12 @@ def _spawn(bus_url: str, blobs_url: str, tmp: Path, name: str, generation: int) 
     )
 
 
+def _mid_episode(out: Path) -> bool:
+    """Whether the worker writing ``out`` called its policy within the last second (a step: it is mid-episode)."""
+    heartbeat = Path(f"{out}.step")
+    return heartbeat.exists() and time.time() - heartbeat.stat().st_mtime < 1.0
+
+
 def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
     tasks = [t for t in build_task_suite("chaos-rollouts") if t.split == "train"][:REQUESTS]
     requests = [
@@ -65,16 +71,20 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
     generation = 0
     workers = {n: _spawn(bus_url, blobs_url, tmp_path, n, generation) for n in names}
     born = {n: time.monotonic() for n in names}
+    generation_of = dict.fromkeys(names, generation)
     kills = 0
+    deadline = time.monotonic() + 600
     while kills < KILLS:
+        assert time.monotonic() < deadline, f"in 600 s, only {kills} of {KILLS} kills found a worker mid-episode"
         time.sleep(rng.uniform(0.5, 2.0))
-        name = min(names, key=lambda n: born[n])  # the older worker: past start-up, most likely mid-episode
-        if time.monotonic() - born[name] < 4.0 or workers[name].poll() is not None:
-            continue
+        name = min(names, key=lambda n: born[n])  # the older worker: past start-up
+        if workers[name].poll() is not None or not _mid_episode(tmp_path / f"{name}-{generation_of[name]}.json"):
+            continue  # still starting (slow on a loaded machine) or between episodes: a kill now proves nothing
         workers[name].send_signal(signal.SIGKILL)
         workers[name].wait()
         kills += 1
         generation += 1
+        generation_of[name] = generation
         workers[name] = _spawn(bus_url, blobs_url, tmp_path, name, generation)
         born[name] = time.monotonic()
     for proc in workers.values():  # they exit once idle for 10 s

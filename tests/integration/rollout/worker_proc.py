@@ -21,25 +21,30 @@ STALE_AFTER_S = 3.0
 
 
 class SlowPolicy:
-    """Delays each call of the wrapped policy, so an episode spans long enough to be interrupted."""
+    """Delays each call of the wrapped policy, so an episode spans long enough to be interrupted. Each call first
+    touches ``heartbeat`` (when set): a test that sees it fresh knows the worker is mid-episode."""
 
-    def __init__(self, inner: Policy, delay_s: float) -> None:
+    def __init__(self, inner: Policy, delay_s: float, heartbeat: Path | None = None) -> None:
         self.inner, self.delay_s, self.name, self.model = inner, delay_s, inner.name, inner.model
+        self.heartbeat = heartbeat
 
     def observe(self, observation) -> None:
         self.inner.observe(observation)  # type: ignore[attr-defined]
 
     def generate(self, messages) -> PolicyOutput:
+        if self.heartbeat is not None:
+            self.heartbeat.touch()
         time.sleep(self.delay_s)
         return self.inner.generate(messages)
 
 
 class SlowResolver(VersionResolver):
     delay_s = 0.0
+    heartbeat: Path | None = None
 
     def policy(self, ref: str):  # type: ignore[override]
         inner = super().policy(ref)
-        return lambda task: SlowPolicy(inner(task), self.delay_s)
+        return lambda task: SlowPolicy(inner(task), self.delay_s, self.heartbeat)
 
 
 def main(bus_url: str, blob_url: str, state_dir: str, name: str, delay_s: float, idle_exit_s: float, out: str) -> None:
@@ -49,6 +54,7 @@ def main(bus_url: str, blob_url: str, state_dir: str, name: str, delay_s: float,
     ports = Ports(bus, open_blob_store(blob_url, settings), None)  # type: ignore[arg-type]
     resolver = SlowResolver(None, bus, Path(state_dir))
     resolver.delay_s = delay_s
+    resolver.heartbeat = Path(f"{out}.step")
     pool = EnvironmentPool()
     pool.register("sandbox", SandboxBackend, 1)
     worker = RolloutWorker(
