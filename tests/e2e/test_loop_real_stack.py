@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,11 +65,14 @@ def test_two_rounds_with_every_consumer_as_a_process_on_the_real_stack(real_stac
         "harness_reviser",
         "rollout-worker",
     )
-    # the run's own log (library output); each consumer process: its console (<name>.log) and every record,
-    # libraries' too (<name>.all.log)
-    assert sorted(p.name for p in logs.glob("*.log")) == sorted(
-        ["flywheel.log", *(f"{n}.log" for n in consumers), *(f"{n}.all.log" for n in consumers)]
+    # the run's own log (library output); each consumer: its console (<name>.log) and every record, libraries'
+    # too, per process (<name>.all.log, or <name>-<k>.all.log for each of a consumer's worker processes)
+    names = {p.name for p in logs.glob("*.log")}
+    assert sorted(n for n in names if not n.endswith(".all.log")) == sorted(
+        ["flywheel.log", *(f"{n}.log" for n in consumers)]
     )
+    every_record = {n.removesuffix(".all.log") for n in names if n.endswith(".all.log")}
+    assert {re.sub(r"-\d+$", "", n) for n in every_record} == set(consumers), sorted(every_record)
     ports = open_ports(
         load_settings(bus=f"{urls['bus']}?namespace={run_id}", blobs=urls["blobs"], registry=urls["registry"])
     )
