@@ -34,7 +34,8 @@ from learner.model.window import turn_corpus
 from learner.sft import SftSettings, train_sft
 from learner.tasks import template_tasks
 
-pytestmark = [pytest.mark.unit, pytest.mark.timeout(1800)]  # one SFT run: ~3 min on 2 idle cores, 20+ on busy ones
+# Not a unit test (make test-fast skips it): one SFT run, ~3 min on 2 idle cores, 20+ on busy ones.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 TEMPLATES = {"tu.set_alarm", "tu.reminder_due"}
 SFT = SftSettings(max_steps=300, batch_size=16, learning_rate=3e-3, logging_steps=100)
 P = Producer(service="test", version="0")
