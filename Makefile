@@ -57,9 +57,10 @@ system-packages:
 	{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || missing="$$missing chromium chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "installing Debian packages:$$missing"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-		else echo "not root, so not installing$$missing: the tests that need them will be skipped"; fi; \
+			echo "installing Debian packages: $$missing"; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+				|| echo "could not install $$missing: the tests that need them will be skipped"; \
+		else echo "not root, so not installing $$missing: the tests that need them will be skipped"; fi; \
 	fi
 
 # The stack is stopped whatever pytest does; pytest's exit code 5 (no tests collected) fails the target.
