@@ -19,10 +19,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1200
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("algorithm", ["rl", "mixed"])
-def test_rl_and_mixed_rounds_with_every_consumer_as_a_process_on_the_real_stack(
-    real_stack, unique, tmp_path, algorithm
-):
+def test_rl_rounds_with_every_consumer_as_a_process_on_the_real_stack(real_stack, unique, tmp_path):
+    """``--algorithm rl`` (``mixed``: test_loop_mixed_real_stack.py, its own file so xdist can run the two long
+    runs on different workers)."""
+    run_on_real_stack(real_stack, unique, tmp_path, "rl")
+
+
+def run_on_real_stack(real_stack, unique, tmp_path, algorithm):  # noqa: ANN001, ANN201
     run_id = f"e2e-{algorithm}-stack-{unique}"
     urls = {
         "bus": f"kafka://{real_stack.host}:{real_stack.kafka_port}",
