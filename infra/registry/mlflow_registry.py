@@ -8,12 +8,20 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from infra.config import mask_credentials
-from infra.registry.port import DatasetInfo, RegistryUnavailable, RunRecord, VersionNotFound, VersionRef
+from infra.registry.port import (
+    DatasetInfo,
+    RegistryError,
+    RegistryUnavailable,
+    RunRecord,
+    VersionNotFound,
+    VersionRef,
+)
 
 
 def _ping(url: str, timeout_s: float) -> None:
@@ -41,6 +49,20 @@ def _quoted(value: str) -> str:
 def _masked(values: dict[str, Any]) -> dict[str, str]:
     """Params and tags as MLflow stores them, with any credentials in a URL masked."""
     return {k: mask_credentials(str(v)) for k, v in values.items()}
+
+
+@contextmanager
+def _version_errors(ref: str, url: str) -> Iterator[None]:
+    """MLflow's errors on a model version as the port's: an unknown model or version is :class:`VersionNotFound`,
+    any other answer a :class:`RegistryError` (chained, so an outage is still recognised and retried)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        yield
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            raise VersionNotFound(f"{ref!r} is not in {url}: {mask_credentials(exc.message)}") from exc
+        raise RegistryError(f"{ref!r} in {url}: {mask_credentials(exc.message)}") from exc
 
 
 class MlflowRegistry:
@@ -236,10 +258,12 @@ class MlflowRegistry:
         return self._ref(self._client.get_model_version(name, mv.version))
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
-        self._client.set_registered_model_alias(name, alias, str(version))
+        with _version_errors(f"{name}/{version}", self.url):
+            self._client.set_registered_model_alias(name, alias, str(version))
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
-        self._client.set_model_version_tag(name, str(version), key, mask_credentials(str(value)))
+        with _version_errors(f"{name}/{version}", self.url):
+            self._client.set_model_version_tag(name, str(version), key, mask_credentials(str(value)))
 
     def resolve(self, ref: str) -> VersionRef:
         from mlflow.exceptions import MlflowException

@@ -52,6 +52,18 @@ def test_unknown_alias_raises_version_not_found(registry, unique):
         registry.resolve(f"nothing-{unique}@production")
 
 
+def test_tags_and_aliases_on_an_unregistered_model_raise_the_ports_error(registry, unique):
+    with pytest.raises(VersionNotFound, match=f"nothing-{unique}/1"):
+        registry.set_version_tag(f"nothing-{unique}", "1", "dev_overall", "0.5")
+    with pytest.raises(VersionNotFound, match=f"nothing-{unique}/1"):
+        registry.set_alias(f"nothing-{unique}", "production", "1")
+    run_id = registry.start_run(f"contract-{unique}")
+    registry.log_dict(run_id, {"weights": 0}, "model/config.json")
+    registry.register_version(f"planner-{unique}", run_id, "model")
+    with pytest.raises(VersionNotFound, match=f"planner-{unique}/7"):  # a model that exists, a version that does not
+        registry.set_version_tag(f"planner-{unique}", "7", "dev_overall", "0.5")
+
+
 def test_runs_nest_under_a_parent_found_by_its_tags(registry, unique):
     experiment = f"contract-{unique}"
     assert registry.find_run(experiment, {"flywheel_run_id": unique}) is None  # no such experiment yet
