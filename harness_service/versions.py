@@ -1,6 +1,7 @@
 """Harness configs as versioned artifacts in the registry: publish a version, move aliases, load name@alias.
 
-A published version is an MLflow run (experiment ``harness``) with every config field as a param, holding
+A published version is an MLflow run (experiment ``harness``, or nested under its flywheel run's parent run in
+that run's experiment) with every config field as a param, holding
 ``harness/config.json`` and (for a revision) ``harness/patch.diff`` against its parent, registered
 under the config's name with tags (digest, blob, parent); the same bytes go to the blob store so the
 HarnessVersionPublished event can point at them (blob first, then the event).
@@ -32,7 +33,10 @@ log = logging.getLogger("flywheel.harness.versions")
 class HarnessRegistry(Protocol):
     """The part of the registry port this module uses."""
 
-    def start_run(self, experiment: str, *, run_name: str | None = None, params=None, tags=None) -> str: ...
+    def start_run(
+        self, experiment: str, *, run_name: str | None = None, params=None, tags=None, parent_run_id=None
+    ) -> str: ...
+    def get_run(self, run_id: str): ...
     def log_dict(self, run_id: str, data: dict, artifact_file: str) -> None: ...
     def log_artifacts(self, run_id: str, local_dir: Path, artifact_path: str | None = None) -> None: ...
     def load_dict(self, run_id: str, artifact_file: str) -> dict: ...
@@ -58,11 +62,15 @@ def publish_harness_version(
     parent_version: str | None = None,
     revision_id: str | None = None,
     round: int | None = None,
+    parent_run_id: str | None = None,
+    run_tags: dict[str, str] | None = None,
 ) -> HarnessVersionPublished:
     """Register ``config`` as a new version of harness ``config.name``, set ``aliases``, return the event.
 
     The event's ``harness_version`` is the label ``name/N`` that rollouts record as the harness version.
     Idempotent per ``revision_id``: a revision already registered under ``config.name`` is not registered again.
+    With ``parent_run_id`` (a flywheel run's parent run) the version's run is nested under it, in its experiment;
+    ``run_tags`` go on the run only (the version keeps its lineage tags).
     """
     blob = blobs.put(config_bytes(config), "application/json")
     version = find_version(registry, config.name, "revision_id", revision_id) if revision_id else None
@@ -72,8 +80,14 @@ def publish_harness_version(
             tags["parent_version"] = parent_version
         if revision_id:
             tags["revision_id"] = revision_id
+        experiment = registry.get_run(parent_run_id).experiment if parent_run_id else EXPERIMENT
+        prefix = f"round-{round}-harness-" if parent_run_id and round is not None else ""
         mlflow_run = registry.start_run(
-            EXPERIMENT, run_name=f"{config.name}-{config.digest()[7:19]}", params=config_params(config), tags=tags
+            experiment,
+            run_name=f"{prefix}{config.name}-{config.digest()[7:19]}",
+            params=config_params(config),
+            tags={**(run_tags or {}), **tags},
+            parent_run_id=parent_run_id,
         )
         registry.log_dict(mlflow_run, orjson.loads(config_bytes(config)), CONFIG_FILE)
         if parent_version:

@@ -1,5 +1,6 @@
 """How a flywheel run looks in the experiment tracker: one parent run per ``flywheel run``, and each round's
-training and dev-evaluation runs nested under it, all in the model's experiment; training data as run inputs.
+training, dev-evaluation and harness-revision runs nested under it, all in the model's experiment; training data
+as run inputs; a revision's dev A/B result on its version's run.
 
 Consumers find the parent by its tags (the flywheel run id and role), so a trainer in another process nests its
 run without being told anything but the run id its events carry. Without a parent (``flywheel train`` on its
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bus_schemas.blob_ref import BlobRef
+from bus_schemas.events.harness import HarnessRevisionDecided
 from bus_schemas.events.training import DevSetEvaluated
 from infra.registry.port import DatasetInfo, Registry
 
@@ -19,6 +21,7 @@ ROLE_TAG = "flywheel_role"
 PARENT_ROLE = "flywheel-run"
 TRAINING_ROLE = "training"
 EVALUATION_ROLE = "dev-evaluation"
+HARNESS_REVISION_ROLE = "harness-revision"
 EVENT_TAG = "flywheel_event_id"
 """The event a run records (a DevSetEvaluated)."""
 CAUSE_TAG = "flywheel_cause_id"
@@ -27,9 +30,32 @@ killed after logging the run and before its commit gets the same input again and
 the run is found by its cause, so it is logged once."""
 
 
-def parent_run(registry: Registry, experiment: str, run_id: str) -> str | None:
-    """The MLflow run of flywheel run ``run_id`` in ``experiment``; None when the run has none."""
+def parent_run(registry: Registry, experiment: str | None, run_id: str) -> str | None:
+    """The MLflow run of flywheel run ``run_id`` in ``experiment`` (None: in any experiment, for a consumer that
+    does not know the model's name); None when the run has none."""
     return registry.find_run(experiment, {RUN_TAG: run_id, ROLE_TAG: PARENT_ROLE})
+
+
+def harness_revision_run(registry: Registry, run_id: str, round: int | None) -> dict[str, Any]:
+    """Where a harness revision's MLflow run goes: nested under flywheel run ``run_id``'s parent run (in the
+    parent's experiment, the UI nests only within one) with the revision role and round as tags; without a
+    parent (a revision outside a flywheel run) nothing is changed and the run is top-level in ``harness``.
+    The keyword arguments of :func:`harness_service.versions.publish_harness_version`."""
+    parent = parent_run(registry, None, run_id)
+    tags = {RUN_TAG: run_id, ROLE_TAG: HARNESS_REVISION_ROLE, "round": "" if round is None else str(round)}
+    return {"parent_run_id": parent, "run_tags": tags}
+
+
+def log_revision_decision(registry: Registry, decided: HarnessRevisionDecided, version: str, round: int | None) -> None:
+    """The dev A/B result of a harness revision on the run of its version ``name/N``, at ``step`` = round: the
+    paired metrics (``ab_`` prefixed) and ``ab_accepted`` (1 accepted, 0 rejected). Metrics, not params: a version
+    A/B-tested again in a later round adds a point instead of clashing with an immutable param."""
+    ref = registry.resolve(version)
+    if ref.run_id is None:
+        return
+    metrics = {f"ab_{k}": v for k, v in decided.metrics.items()}
+    metrics["ab_accepted"] = 1.0 if decided.decision == "accepted" else 0.0
+    registry.log_metrics(ref.run_id, metrics, step=round or 0)
 
 
 def training_dataset(

@@ -42,7 +42,7 @@ from consumers.dev_evaluator.handler import (
 from infra.bootstrap import Ports
 from infra.registry.port import RegistryError
 from infra.runtime import ConsumerSpec
-from learner.tracking import log_dev_evaluation
+from learner.tracking import log_dev_evaluation, log_revision_decision
 
 NAME = "dev_evaluator"
 PRODUCER = Producer(service=NAME, version=VERSION)
@@ -151,7 +151,7 @@ class DevEvaluator:
         self._fired.add(group)
         decided = self._paired_decision(evaluated, members, verdicts) if evaluated.evaluates == "harness" else None
         better = decided.decision == "accepted" if decided is not None else is_better(evaluated, earlier)
-        self._record(evaluated, better)
+        self._record(evaluated, better, decided)
         return [evaluated] if decided is None else [evaluated, decided]
 
     def _paired_decision(
@@ -185,9 +185,9 @@ class DevEvaluator:
             evaluated, proposal.harness_name, proposal.revision_id, parent_version, paired, PRODUCER
         )
 
-    def _record(self, evaluated: DevSetEvaluated, better: bool) -> None:
-        """Dev scores as version tags and a dev-evaluation run; ``@production`` for the better version. Registry
-        trouble is logged, not fatal."""
+    def _record(self, evaluated: DevSetEvaluated, better: bool, decided: HarnessRevisionDecided | None = None) -> None:
+        """Dev scores as version tags and a dev-evaluation run, a revision's A/B result on its version's run;
+        ``@production`` for the better version. Registry trouble is logged, not fatal."""
         assert self.ports is not None
         registry = self.ports.registry
         if evaluated.evaluates == "model":
@@ -199,6 +199,8 @@ class DevEvaluator:
         try:
             registry.set_version_tag(name, version, "dev_overall", f"{evaluated.overall:.6f}")
             log_dev_evaluation(registry, evaluated)  # a run nested under the flywheel run's, for trackers
+            if decided is not None:
+                log_revision_decision(registry, decided, f"{name}/{version}", evaluated.round)
             if better:
                 registry.set_alias(name, PRODUCTION, version)
                 log.info("%s/%s is now @%s (dev Overall %.3f)", name, version, PRODUCTION, evaluated.overall)

@@ -28,6 +28,7 @@ from harness_service.revisions import PATCH_MEDIA_TYPE, apply, parse_patch, patc
 from harness_service.versions import find_version, load_harness_version, publish_harness_version
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
+from learner.tracking import harness_revision_run
 from producers.backends.base import ToolSpec
 
 NAME = "harness_reviser"
@@ -181,7 +182,13 @@ class HarnessReviser:
     def _publish(
         self, ports: Ports, cause: Event, revised: HarnessConfig, proposal: HarnessRevisionProposed
     ) -> HarnessVersionPublished:
-        """Registers ``revised`` (once per revision id) without an alias and returns the event, caused by ``cause``."""
+        """Registers ``revised`` (once per revision id) without an alias and returns the event, caused by ``cause``.
+        Its MLflow run nests under the flywheel run's parent run (when there is one), described by the proposal."""
+        placement = harness_revision_run(ports.registry, cause.run_id, cause.round)
+        placement["run_tags"] |= {
+            "mlflow.note.content": proposal.summary,
+            "patch_kinds": ",".join(proposal.patch_kinds),
+        }
         event = publish_harness_version(
             ports.registry,
             ports.blobs,
@@ -192,6 +199,7 @@ class HarnessReviser:
             parent_version=proposal.base_version,
             revision_id=proposal.revision_id,
             round=cause.round,
+            **placement,
         )
         return event.model_copy(update=correlate(cause))
 

@@ -38,6 +38,7 @@ def _ping(url: str, timeout_s: float) -> None:
 
 _MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limits
 _MAX_PARAMS_PER_BATCH = 100
+_MAX_EXPERIMENTS = 1000  # a page of experiments (a find_run in any experiment reads every page)
 _MAX_DATASET_DIGEST = 36  # MLflow's column width; the full digest stays in the dataset's source
 
 
@@ -123,15 +124,29 @@ class MlflowRegistry:
             self.log_params(run.info.run_id, params)
         return run.info.run_id
 
-    def find_run(self, experiment: str, tags: dict[str, str]) -> str | None:
-        found = self._client.get_experiment_by_name(experiment)
-        if found is None:
+    def find_run(self, experiment: str | None, tags: dict[str, str]) -> str | None:
+        if experiment is None:
+            ids = self._all_experiment_ids()
+        else:
+            found = self._client.get_experiment_by_name(experiment)
+            ids = [found.experiment_id] if found is not None else []
+        if not ids:
             return None
         where = " and ".join(f"tags.`{k}` = '{_quoted(v)}'" for k, v in _masked(tags).items())
         runs = self._client.search_runs(
-            [found.experiment_id], filter_string=where, max_results=1, order_by=["attributes.start_time DESC"]
+            ids, filter_string=where, max_results=1, order_by=["attributes.start_time DESC"]
         )
         return runs[0].info.run_id if runs else None
+
+    def _all_experiment_ids(self) -> list[str]:
+        ids: list[str] = []
+        token: str | None = None
+        while True:
+            page = self._client.search_experiments(max_results=_MAX_EXPERIMENTS, page_token=token)
+            ids.extend(e.experiment_id for e in page)
+            token = page.token
+            if not token:
+                return ids
 
     def log_metric_history(self, run_id: str, history: Sequence[tuple[int, dict[str, float]]]) -> None:
         from mlflow.entities import Metric

@@ -77,8 +77,9 @@ class Registry(Protocol):
         """A new run; with ``parent_run_id`` it is nested under that run (same experiment) in the UI."""
         ...
 
-    def find_run(self, experiment: str, tags: dict[str, str]) -> str | None:
-        """The newest run of ``experiment`` whose tags include all of ``tags``; None if none (or no experiment)."""
+    def find_run(self, experiment: str | None, tags: dict[str, str]) -> str | None:
+        """The newest run of ``experiment`` (None: of any experiment) whose tags include all of ``tags``; None if
+        none (or no experiment)."""
         ...
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None: ...

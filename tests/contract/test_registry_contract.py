@@ -71,6 +71,8 @@ def test_runs_nest_under_a_parent_found_by_its_tags(registry, unique):
     registry.start_run(experiment, tags={"flywheel_run_id": "someone-else", "role": "run"})
     assert registry.find_run(experiment, {"flywheel_run_id": unique, "role": "run"}) == parent
     assert registry.find_run(experiment, {"flywheel_run_id": unique, "role": "training"}) is None
+    assert registry.find_run(None, {"flywheel_run_id": unique, "role": "run"}) == parent  # in any experiment
+    assert registry.find_run(None, {"flywheel_run_id": f"none-{unique}"}) is None
     child = registry.start_run(experiment, run_name="round-0-sft", parent_run_id=parent)
     assert registry.get_run(child).parent_run_id == parent and registry.get_run(parent).parent_run_id is None
 

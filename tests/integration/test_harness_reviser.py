@@ -38,6 +38,8 @@ from harness_service.versions import publish_harness_version
 from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.cli import consume, review
 from infra.events import decodable, ensure_topics, publish, publish_all
+from infra.loop.config import LoopConfig
+from infra.loop.tracking import start_parent_run
 from infra.runtime import ConsumerRunner
 from producers.backends.sandbox import SandboxBackend
 from producers.pool import EnvironmentPool
@@ -128,6 +130,7 @@ def failed_round(ports: Ports, tmp_path: Path) -> tuple[list[TaskSpecified], str
 
 def test_auto_approved_revision_reaches_the_next_rollouts(ports, tmp_path, monkeypatch):
     tasks, base_version = failed_round(ports, tmp_path)
+    parent = start_parent_run(ports.registry, LoopConfig(), RUN, {})  # the `flywheel run` the revision belongs to
     monkeypatch.setenv("FLYWHEEL_REVISER_AUTO_APPROVE", "add_instruction,set_budgets")
     consume_all("harness_reviser", ports, tmp_path / "state")
     consume_all("harness_reviser", ports, tmp_path / "state")  # a restart: nothing is handled twice
@@ -142,6 +145,9 @@ def test_auto_approved_revision_reaches_the_next_rollouts(ports, tmp_path, monke
     assert decided.decided_by == "auto:add_instruction" and published.harness_version == "tiny-planner/2"
     version = ports.registry.resolve("tiny-planner/2")
     assert version.tags["parent_version"] == base_version and "production" not in version.aliases
+    revision_run = ports.registry.get_run(version.run_id or "")  # nested under the flywheel run, for trackers
+    assert revision_run.parent_run_id == parent and revision_run.tags["flywheel_role"] == "harness-revision"
+    assert revision_run.tags["patch_kinds"] == ",".join(proposed.patch_kinds) and revision_run.tags["round"] == "0"
 
     pool = EnvironmentPool()
     pool.register("sandbox", SandboxBackend, 1)

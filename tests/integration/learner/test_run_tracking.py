@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from bus_schemas.envelope import Producer
+from bus_schemas.events.harness import HarnessRevisionDecided
 from bus_schemas.events.training import CategoryScore, DevSetEvaluated, overall_score
+from harness_service.config import HarnessBudgets, HarnessConfig
+from harness_service.versions import publish_harness_version
 from infra.bootstrap import open_blob_store, open_registry
 from infra.loop.config import LoopConfig
 from infra.loop.tracking import ParentRun, finish_parent_run, git_commit, start_parent_run
@@ -19,7 +22,7 @@ from infra.report.model import RoundRow, RunReport
 from learner.config import LearnerConfig
 from learner.model import TinyModelConfig, build_tiny_model, save_checkpoint, train_tokenizer
 from learner.registry import Lineage, register_checkpoint
-from learner.tracking import log_dev_evaluation
+from learner.tracking import harness_revision_run, log_dev_evaluation, log_revision_decision
 
 pytestmark = pytest.mark.integration
 
@@ -116,6 +119,55 @@ def test_a_flywheel_run_nests_its_rounds_training_and_evaluation_runs(registry, 
         registry, blobs, checkpoint(tmp_path / "ckpt2"), lineage(name, manifest), run_id="train-x"
     )
     assert registry.get_run(alone.run_id or "").parent_run_id is None
+
+
+def test_a_harness_revision_nests_under_its_flywheel_run_with_config_patch_and_ab_metrics(registry, tmp_path):
+    name, run_id = f"planner-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    harness = f"harness-{uuid.uuid4().hex[:8]}"
+    blobs = open_blob_store(f"file:///{tmp_path}/blobs")
+    parent = start_parent_run(registry, LoopConfig(learner=LearnerConfig(model_name=name)), run_id, URLS)
+    producer = Producer(service="test", version="1")
+    base = publish_harness_version(registry, blobs, HarnessConfig(name=harness), producer=producer, run_id=run_id)
+    revised = HarnessConfig(name=harness, instructions="Check the state.", budgets=HarnessBudgets(max_steps=9))
+    placement = harness_revision_run(registry, run_id, 1)  # found by tags in any experiment: the reviser has no model
+    published = publish_harness_version(
+        registry,
+        blobs,
+        revised,
+        producer=producer,
+        run_id=run_id,
+        parent_version=base.harness_version,
+        revision_id="r1",
+        round=1,
+        **placement,
+    )
+
+    version = registry.resolve(published.harness_version)
+    run = registry.get_run(version.run_id or "")
+    assert run.parent_run_id == parent and run.experiment == name
+    assert run.tags["flywheel_role"] == "harness-revision" and run.tags["round"] == "1"
+    assert run.params["instructions"] == "Check the state." and run.params["budgets.max_steps"] == "9"
+    assert set(run.params) >= {"name", "memory.enabled", "budgets.max_total_tokens", "skill_library_version"}
+    assert "flywheel_role" not in version.tags and version.tags["revision_id"] == "r1"  # run tags stay on the run
+    patch = registry.download_artifacts(version.run_id or "", "harness/patch.diff", tmp_path / "dl").read_text()
+    assert patch.startswith(f"--- {base.harness_version}\n") and '+    "max_steps": 9' in patch
+
+    decided = HarnessRevisionDecided(
+        producer=producer,
+        run_id=run_id,
+        round=1,
+        harness_name=harness,
+        revision_id="r1",
+        decision="accepted",
+        decided_by="dev-ab",
+        metrics={"paired_delta": 0.125, "wins": 2.0, "losses": 1.0},
+    )
+    log_revision_decision(registry, decided, published.harness_version, 1)
+    assert registry.metric_history(version.run_id or "", "ab_paired_delta") == [(1, 0.125)]
+    assert registry.get_run(version.run_id or "").metrics["ab_accepted"] == 1.0
+
+    first = registry.get_run(registry.resolve(base.harness_version).run_id or "")  # outside the reviser: top-level
+    assert first.parent_run_id is None and first.experiment == "harness"
 
 
 def test_the_parent_run_gets_per_round_metrics_and_the_report(registry, tmp_path):

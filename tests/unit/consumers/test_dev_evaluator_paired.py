@@ -124,6 +124,9 @@ def test_a_revision_goes_to_production_only_when_the_paired_ab_does_not_regress(
     assert decided.metrics["paired_tasks"] == len(dev)
     assert decided.metrics["paired_low"] <= decided.metrics["paired_delta"] <= decided.metrics["paired_high"]
     production = ports.registry.resolve("tiny@production").version
+    logged = ports.registry.get_run(ports.registry.resolve("tiny/2").run_id or "").metrics  # the A/B, for trackers
+    assert logged["ab_paired_delta"] == pytest.approx(decided.metrics["paired_delta"])
+    assert logged["ab_accepted"] == (0.0 if harmful else 1.0) and logged["ab_wins"] == decided.metrics["wins"]
     if harmful:
         assert decided.decision == "rejected" and decided.metrics["paired_delta"] < 0 and decided.metrics["losses"] > 0
         assert production == "1" and "regresses" in decided.reason
