@@ -302,12 +302,18 @@ def rl_tasks(ports: Ports, config: LearnerConfig, run_id: str) -> list[TaskSpeci
 
 
 def rl_history(reports: Sequence[RlStepReport], first_step: int = 1) -> list[tuple[int, dict[str, float]]]:
-    """Each GRPO step's figures at its step number: reward, success, loss, KL, clipping, staleness, tokens."""
+    """Each GRPO step's figures at its step number: reward (mean, std), success, loss, KL, clipping, staleness,
+    tokens, and the CARE reward's schedule (its index in ``SCHEDULES``, cost weight, partial credit), mean cost
+    penalty charged and mean competence gate."""
+    from learner.care.schedules import SCHEDULES
+
+    index = {s.name: float(i) for i, s in enumerate(SCHEDULES)}
     return [
         (
             first_step + i,
             {
                 "rl_mean_reward": r.mean_reward,
+                "rl_reward_std": r.reward_std,
                 "rl_success_rate": r.success_rate,
                 "rl_loss": r.loss,
                 "rl_kl": r.kl,
@@ -316,6 +322,11 @@ def rl_history(reports: Sequence[RlStepReport], first_step: int = 1) -> list[tup
                 "rl_staleness": r.staleness,
                 "rl_samples": float(r.samples),
                 "rl_tokens": float(r.tokens),
+                "rl_care_penalty": r.care_penalty,
+                "rl_care_gate": r.care_gate,
+                "rl_care_cost_weight": r.care_cost_weight,
+                "rl_care_partial_credit": r.care_partial_credit,
+                **({"rl_care_schedule": index[r.care_schedule]} if r.care_schedule in index else {}),
             },
         )
         for i, r in enumerate(reports)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,27 @@ class RlStepReport:
     solved_tokens: float | None = None
     """Output tokens per solved episode (sub-agents included)."""
     solved_tool_calls: float | None = None
+    reward_std: float = 0.0
+    """Population standard deviation of the step's CARE rewards."""
+    care_penalty: float = 0.0
+    """Mean cost penalty the CARE reward charged per episode (0 for failures and while the gate is shut)."""
+    care_gate: float = 0.0
+    """Mean competence gate over the step's episodes: how far cost pressure is switched on."""
+    care_schedule: str = ""
+    """The CARE reward schedule the step was scored with."""
+    care_cost_weight: float = 0.0
+    care_partial_credit: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Rewards:
+    """What the CARE reward made of a step's rollouts."""
+
+    mean: float
+    std: float
+    penalty: float
+    gate: float
+    groups_used: int
 
 
 @dataclass(frozen=True)
@@ -227,8 +249,8 @@ def run_steps(
             update_s=update_s,
             episodes=len(rollouts),
             success_rate=len(solved) / max(1, len(rollouts)),
-            mean_reward=report[0],
-            groups_used=report[1],
+            mean_reward=report.mean,
+            groups_used=report.groups_used,
             samples=len(samples),
             loss=stats.loss,
             kl=stats.kl,
@@ -241,6 +263,12 @@ def run_steps(
             if solved
             else None,
             solved_tool_calls=sum(r.cost.tool_calls for r in solved) / len(solved) if solved else None,
+            reward_std=report.std,
+            care_penalty=report.penalty,
+            care_gate=report.gate,
+            care_schedule=state.schedule.name,
+            care_cost_weight=state.schedule.cost_weight,
+            care_partial_credit=state.schedule.partial_credit,
         )
         _log.info(
             "rl step %d: %d episodes, success %.2f, %d samples, staleness %d, |log ratio| %.4f, clip %.3f",
@@ -265,8 +293,8 @@ def _score(
     settings: RlSettings,
     ports: Ports,
     reader: RolloutReader,
-) -> tuple[tuple[float, int], list]:
-    """CARE rewards -> calibrated group advantages -> token samples; ((mean reward, groups used), samples)."""
+) -> tuple[_Rewards, list]:
+    """CARE rewards -> calibrated group advantages -> token samples; (reward figures, samples)."""
     state.competence = measure_competence(((r.capability, r.succeeded) for r in rollouts), state.competence)
     rewards = {
         r.episode_id: shaped_reward(
@@ -278,8 +306,16 @@ def _score(
     advantages = calibrate(scored, state.competence, settings.advantages)
     staleness = {r.episode_id: r.staleness for r in rollouts}
     samples = token_samples(members, advantages, staleness, reader, ports.blobs.get)
-    mean = sum(b.total for b in rewards.values()) / max(1, len(rewards))
-    return (mean, len({s.group_id for s in scored if s.episode_id in advantages})), samples
+    n = max(1, len(rewards))
+    mean = sum(b.total for b in rewards.values()) / n
+    figures = _Rewards(
+        mean=mean,
+        std=math.sqrt(sum((b.total - mean) ** 2 for b in rewards.values()) / n),
+        penalty=sum(b.cost for b in rewards.values()) / n,
+        gate=sum(b.gate for b in rewards.values()) / n,
+        groups_used=len({s.group_id for s in scored if s.episode_id in advantages}),
+    )
+    return figures, samples
 
 
 def rollouts_digest(episode_ids: Sequence[str], extra: str = "") -> tuple[str, bytes]:

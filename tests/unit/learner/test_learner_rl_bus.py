@@ -102,6 +102,8 @@ def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifie
     assert [r.staleness for r in reports] == [0.0, 1.0] and state.step == 2
     # on-policy, the learner's log-probs are the sampler's: the recorded behaviour log-probs line up token for token
     assert reports[0].mean_abs_log_ratio < 1e-3
+    # the CARE figures a tracker charts per step: the schedule scored with, reward spread, mean cost penalty
+    assert all(r.care_schedule == state.schedule.name and r.reward_std >= 0.0 <= r.care_penalty for r in reports)
     episodes = list(decodable(ports.bus.replay(TOPIC_EPISODES)))
     mine = {e.episode_id for e in episodes if isinstance(e, EpisodeStarted) and (e.group_id or "").startswith("grpo:")}
     turns = [e for e in episodes if isinstance(e, (ActionTaken, ActionRejected)) and e.episode_id in mine]
