@@ -202,6 +202,7 @@ def run_sft(
         wall_time_s=result.wall_time_s,
         history=result.history,
         dataset_profile={"examples": len(data.examples), "examples_self": data.self_examples},
+        dataset_file=export_examples(data, config.work_dir / f"sft-{run_id}-r{round}-dataset"),
     )
     version, events = register_checkpoint(
         ports.registry, ports.blobs, target, lineage, run_id=run_id, round=round, request_id=request_id
@@ -209,6 +210,19 @@ def run_sft(
     if publish:
         publish_all(ports.bus, events)
     return TrainOutcome(version.version, target, data.digest, lineage.metrics, events)
+
+
+def export_examples(data: DatasetBuild, folder: Path) -> Path:
+    """The training set's rows (one per example: episode, task, step, category, prompt, completion, weight) as
+    ``folder/train.parquet``: the source file of the run's dataset input. Beside the checkpoint, not in it (the
+    checkpoint is shipped whole); written with pyarrow, without the datasets library's progress bar."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "train.parquet"
+    pq.write_table(pa.Table.from_pylist([dict(e.__dict__) for e in data.examples]), path)
+    return path
 
 
 def load_version(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, Path]:

@@ -54,6 +54,8 @@ class Lineage:
     """Per-step metrics of the run (step, {name: value}): the loss curve, RL's per-step reward and clipping."""
     dataset_profile: dict[str, Any] = field(default_factory=dict)
     """Counts of the training set (examples, self-generated examples) shown with the dataset input."""
+    dataset_file: Path | None = None
+    """The training set's rows exported (Parquet): logged with the run, the source file of its dataset input."""
 
 
 def checkpoint_blob(blobs: BlobStore, checkpoint: Path) -> BlobRef:
@@ -114,6 +116,7 @@ def register_checkpoint(
         lineage.dataset_manifest,
         lineage.source_offsets,
         lineage.dataset_profile,
+        lineage.dataset_file,
     )
     registry.log_dataset(mlflow_run, dataset, context="training")
     registry.log_dict(

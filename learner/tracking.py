@@ -9,6 +9,7 @@ own) the runs are top-level.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from bus_schemas.blob_ref import BlobRef
@@ -64,9 +65,11 @@ def training_dataset(
     manifest: BlobRef,
     source_offsets: dict[str, int],
     profile: dict[str, Any] | None = None,
+    file: Path | None = None,
 ) -> DatasetInfo:
     """A training set as MLflow shows it: named by model and digest, its source the event offsets it was read
-    up to and the blob of its manifest (the episode ids and hashes it holds)."""
+    up to and the blob of its manifest (the episode ids and hashes it holds), and with ``file`` (its rows
+    exported: the admitted trajectories' training examples) an ``mlflow.data`` dataset of that file."""
     return DatasetInfo(
         name=f"{model_name}-train-{digest.removeprefix('sha256:')[:12]}",
         digest=digest,
@@ -77,6 +80,7 @@ def training_dataset(
             "digest": digest,
         },
         profile=dict(profile or {}),
+        file=file,
     )
 
 

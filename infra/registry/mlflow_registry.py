@@ -8,6 +8,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,7 +40,6 @@ def _ping(url: str, timeout_s: float) -> None:
 _MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limits
 _MAX_PARAMS_PER_BATCH = 100
 _MAX_EXPERIMENTS = 1000  # a page of experiments (a find_run in any experiment reads every page)
-_MAX_DATASET_DIGEST = 36  # MLflow's column width; the full digest stays in the dataset's source
 
 
 def _quoted(value: str) -> str:
@@ -157,18 +157,22 @@ class MlflowRegistry:
             self._client.log_batch(run_id, metrics=rows[start : start + _MAX_METRICS_PER_BATCH])
 
     def log_dataset(self, run_id: str, dataset: DatasetInfo, context: str = "training") -> None:
-        from mlflow.entities import Dataset, DatasetInput, InputTag
+        from mlflow.entities import DatasetInput, InputTag
         from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
-        entity = Dataset(
-            name=dataset.name,
-            digest=dataset.digest.removeprefix("sha256:")[:_MAX_DATASET_DIGEST],
-            source_type=dataset.source_type,
-            source=json.dumps(dataset.source, sort_keys=True),
-            profile=json.dumps(dataset.profile, sort_keys=True) if dataset.profile else None,
-        )
+        from infra.registry.datasets import entity, mlflow_dataset
+
+        file_uri = artifact_path = None
+        if dataset.file is not None:
+            folder = f"datasets/{dataset.name}"
+            self._client.log_artifact(run_id, str(dataset.file), folder)
+            artifact_path = f"{folder}/{dataset.file.name}"
+            file_uri = f"{self._client.get_run(run_id).info.artifact_uri.rstrip('/')}/{artifact_path}"
+        with warnings.catch_warnings():  # the schema's integer-column hint is for model signatures, not data
+            warnings.simplefilter("ignore", UserWarning)
+            logged = entity(dataset, mlflow_dataset(dataset, file_uri, artifact_path))
         self._client.log_inputs(
-            run_id, datasets=[DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])]
+            run_id, datasets=[DatasetInput(logged, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])]
         )
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
@@ -208,7 +212,10 @@ class MlflowRegistry:
         from mlflow.types import ColSpec, Schema
 
         signature = ModelSignature(inputs=Schema([ColSpec("string", "messages")]), outputs=Schema([ColSpec("string")]))
-        with tempfile.TemporaryDirectory(prefix="pyfunc-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="pyfunc-") as tmp, warnings.catch_warnings():
+            # MLflow's hint to add an input example asks for what the explicit signature gives (its hint about type
+            # hints on predict comes from the child process that loads the model, and still shows)
+            warnings.simplefilter("ignore", UserWarning)
             model = Path(tmp) / "model"
             mlflow.pyfunc.save_model(
                 path=str(model),

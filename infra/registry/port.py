@@ -59,6 +59,9 @@ class DatasetInfo:
     source: dict[str, Any]
     source_type: str = "flywheel-event-log"
     profile: dict[str, Any] = field(default_factory=dict)
+    file: Path | None = None
+    """The dataset's rows exported (Parquet or JSON lines): logged with the run as an artifact and named in the
+    source (``source["file"]``, its URI; ``source["artifact_path"]``, its path among the run's artifacts)."""
 
 
 @runtime_checkable
@@ -91,7 +94,7 @@ class Registry(Protocol):
         ...
 
     def log_dataset(self, run_id: str, dataset: DatasetInfo, context: str = "training") -> None:
-        """Record ``dataset`` as an input of the run (MLflow's "Datasets used")."""
+        """Record ``dataset`` as an input of the run (MLflow's "Datasets used"), with its rows when it has a file."""
         ...
 
     def metric_history(self, run_id: str, key: str) -> list[tuple[int, float]]:

@@ -95,6 +95,31 @@ def test_a_dataset_is_a_run_input_with_its_source(registry, unique):
     assert found.source == source and found.profile == {"n": 3} and found.source_type == "flywheel-event-log"
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_a_dataset_with_its_rows_is_an_mlflow_dataset_whose_source_is_the_logged_file(
+    registry, unique, tmp_path, suffix
+):
+    import pandas as pd
+
+    rows = pd.DataFrame({"episode_id": ["e1", "e2", "e3"], "prompt": ["a", "b", "c"], "weight": [1.0, 0.5, 1.0]})
+    export = tmp_path / f"train{suffix}"
+    rows.to_parquet(export) if suffix == ".parquet" else rows.to_json(export, orient="records", lines=True)
+    run_id = registry.start_run(f"contract-{unique}")
+    digest = "sha256:" + "ab" * 32
+    source = {"event_offsets": {"curation/0": 9}, "manifest_blob": "ef" * 32}
+    info = DatasetInfo(name="planner-train", digest=digest, source=source, profile={"examples": 3}, file=export)
+    registry.log_dataset(run_id, info)
+
+    (found,) = registry.datasets(run_id)
+    assert found.name == "planner-train" and digest.removeprefix("sha256:").startswith(found.digest)
+    assert found.source_type == "flywheel-event-log" and found.source["event_offsets"] == {"curation/0": 9}
+    assert found.source["artifact_path"] == f"datasets/planner-train/train{suffix}"
+    assert found.source["file"].endswith("/" + found.source["artifact_path"])
+    assert found.profile == {"examples": 3, "num_rows": 3, "num_elements": 9}  # ours and MLflow's (PandasDataset)
+    local = registry.download_artifacts(run_id, found.source["artifact_path"], tmp_path / "dl")
+    assert local.read_bytes() == export.read_bytes()
+
+
 def test_more_params_than_one_batch_holds(registry, unique):
     run_id = registry.start_run(f"contract-{unique}", params={f"p{i:03d}": i for i in range(250)})
     assert registry.get_run(run_id).params == {f"p{i:03d}": str(i) for i in range(250)}

@@ -20,6 +20,8 @@ from infra.loop.config import LoopConfig
 from infra.loop.tracking import ParentRun, finish_parent_run, git_commit, start_parent_run
 from infra.report.model import RoundRow, RunReport
 from learner.config import LearnerConfig
+from learner.dataset.build import DatasetBuild, Example
+from learner.jobs import export_examples
 from learner.model import TinyModelConfig, build_tiny_model, save_checkpoint, train_tokenizer
 from learner.registry import Lineage, register_checkpoint
 from learner.tracking import harness_revision_run, log_dev_evaluation, log_revision_decision
@@ -51,7 +53,7 @@ def checkpoint(path: Path) -> Path:
     return save_checkpoint(build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32)), tokenizer, path)
 
 
-def lineage(name: str, manifest) -> Lineage:  # noqa: ANN001
+def lineage(name: str, manifest, dataset_file: Path | None = None) -> Lineage:  # noqa: ANN001
     return Lineage(
         model_name=name,
         algorithm="sft",
@@ -64,7 +66,17 @@ def lineage(name: str, manifest) -> Lineage:  # noqa: ANN001
         steps=30,
         history=LOSS,
         dataset_profile={"examples": 5, "examples_self": 2},
+        dataset_file=dataset_file,
     )
+
+
+def exported_examples(folder: Path) -> Path:
+    """A training set of two examples exported as the learner exports it."""
+    examples = [
+        Example(f"ep-{i}", "task-1", i, "tool_use", f"<prompt {i}>", '<action>{"kind": "finish"}</action>', 1.0)
+        for i in range(2)
+    ]
+    return export_examples(DatasetBuild(examples=examples), folder)
 
 
 def dev_evaluated(name: str, version: str, run_id: str, round: int, tool_use: float) -> DevSetEvaluated:
@@ -86,7 +98,23 @@ def dev_evaluated(name: str, version: str, run_id: str, round: int, tool_use: fl
     )
 
 
-def test_a_flywheel_run_nests_its_rounds_training_and_evaluation_runs(registry, tmp_path):
+def rows_of_the_dataset_input(registry_url: str, run_id: str, dst: Path) -> bytes:
+    """What a tracker gets from the run's "Datasets used" through MLflow's own API: the source's file, loaded."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(registry_url)
+    try:
+        (used,) = MlflowClient(registry_url).get_run(run_id).inputs.dataset_inputs
+        assert used.dataset.schema and '"prompt"' in used.dataset.schema  # a PandasDataset: the UI shows columns
+        dst.mkdir()
+        return Path(mlflow.data.get_source(used).load(dst_path=str(dst))).read_bytes()
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def test_a_flywheel_run_nests_its_rounds_training_and_evaluation_runs(registry, registry_url, tmp_path):
     name, run_id = f"planner-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
     blobs = open_blob_store(f"file:///{tmp_path}/blobs")
     config = LoopConfig(rounds=2, learner=LearnerConfig(model_name=name))
@@ -98,15 +126,19 @@ def test_a_flywheel_run_nests_its_rounds_training_and_evaluation_runs(registry, 
     assert shown.params["max_rounds"] == "2" and registry.load_dict(parent, "config.json")["rounds"] == 2
 
     manifest = blobs.put(b'{"episodes": ["e1"]}', "application/json")
+    export = exported_examples(tmp_path / "export")
     version, _ = register_checkpoint(
-        registry, blobs, checkpoint(tmp_path / "ckpt"), lineage(name, manifest), run_id=run_id, round=0
+        registry, blobs, checkpoint(tmp_path / "ckpt"), lineage(name, manifest, export), run_id=run_id, round=0
     )
     training = registry.get_run(version.run_id or "")
     assert training.parent_run_id == parent and training.tags["flywheel_role"] == "training"
     assert registry.metric_history(version.run_id or "", "loss") == [(10, 2.0), (20, 1.5), (30, 1.0)]
     (dataset,) = registry.datasets(version.run_id or "")
     assert dataset.source["event_offsets"] == {"episodes/0": 120, "verdicts/3": 7}
-    assert dataset.source["manifest_blob"] == manifest.sha256 and dataset.profile == {"examples": 5, "examples_self": 2}
+    assert dataset.source["manifest_blob"] == manifest.sha256
+    assert dataset.profile == {"examples": 5, "examples_self": 2, "num_rows": 2, "num_elements": 14}
+    assert dataset.source["artifact_path"] == f"datasets/{dataset.name}/train.parquet"
+    assert rows_of_the_dataset_input(registry_url, version.run_id or "", tmp_path / "rows") == export.read_bytes()
 
     evaluated = dev_evaluated(name, version.version, run_id, 0, tool_use=0.5)
     evaluation = log_dev_evaluation(registry, evaluated)

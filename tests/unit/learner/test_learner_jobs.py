@@ -45,6 +45,9 @@ def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_serve
     assert ref.version == trained.model_version and ref.tags["dataset_digest"] == trained.dataset_digest
     run = ports.registry.get_run(ref.run_id or "")
     assert run.params["harness_version"].startswith("tiny-planner@sha256:") and run.params["max_steps"] == "3"
+    (dataset,) = ports.registry.datasets(ref.run_id or "")  # the examples' export is the dataset input's source file
+    assert dataset.source["artifact_path"].endswith("/train.parquet")
+    assert dataset.profile["num_rows"] == dataset.profile["examples"] > 0
 
     report, promoted = run_eval(ports, config, trained.model_version, run_id="run-jobs")
     assert promoted and ports.registry.resolve(f"planner@{PRODUCTION}").version == trained.model_version
@@ -66,7 +69,10 @@ def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_serve
     finally:
         services.close()
     assert reports[0].episodes == config.rl.tasks_per_step * config.rl.group_size
-    assert ports.registry.resolve(f"planner/{tuned.model_version}").tags["parent_version"] == trained.model_version
+    tuned_ref = ports.registry.resolve(f"planner/{tuned.model_version}")
+    assert tuned_ref.tags["parent_version"] == trained.model_version
+    logged = ports.registry.get_run(tuned_ref.run_id or "").metrics  # per GRPO step, for trackers
+    assert {"rl_reward_std", "rl_kl", "rl_clip_fraction", "rl_care_penalty", "rl_care_schedule"} <= set(logged)
     chosen = [from_record(r) for r in ports.bus.replay(TOPIC_MODELS)]
     choice = next(e for e in chosen if isinstance(e, RewardScheduleSelected))
     assert choice.previous == "partial_credit" and "train_success" in choice.inputs and choice.round == 1
