@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 import typer
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 from bus_schemas.actions import Finish, ToolCall
 from bus_schemas.envelope import Producer
 from bus_schemas.events import (
+    Budgets,
     CategoryScore,
     ContextBuilt,
     DevSetEvaluated,
@@ -29,6 +31,7 @@ from bus_schemas.events import (
     TaskSpecified,
     overall_score,
 )
+from bus_schemas.events.tasks import Capability
 from consumers.common.recording import record_episode
 from consumers.harness_reviser.rules import GROUNDING
 from consumers.registry import build
@@ -82,6 +85,12 @@ def consume_all(name: str, ports: Ports, state: Path) -> None:
         runner.close()
 
 
+def consume_command(name: str, urls: dict[str, str], tmp_path: Path, *flags: str) -> list[str]:
+    """``flywheel consume NAME FLAGS`` until idle for a second, on ``urls``, its state under ``tmp_path``."""
+    stores = [f"--{port}={url}" for port, url in urls.items()]  # --bus, --blobs, --registry
+    return ["consume", name, *flags, "--idle-exit", "1", "--state-dir", str(tmp_path / "state"), *stores]
+
+
 def harness_events(ports: Ports) -> list:
     return list(decodable(ports.bus.replay("harness")))
 
@@ -118,7 +127,7 @@ def failed_round(ports: Ports, tmp_path: Path) -> tuple[list[TaskSpecified], str
                 model_name="planner",
                 model_version="1",
                 harness_version=base.harness_version,
-                per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in rates.items()},
+                per_category={cast(Capability, k): CategoryScore(success_rate=v, tasks=4) for k, v in rates.items()},
                 overall=overall_score(rates),
                 tokens_per_task=100.0,
                 tool_calls_per_task=2.0,
@@ -162,7 +171,7 @@ def test_auto_approved_revision_reaches_the_next_rollouts(ports, tmp_path, monke
             harness_version=published.harness_version,
             backend="sandbox",
             seed=0,
-            budgets=tasks[0].budgets,
+            budgets=tasks[0].budgets or Budgets(),
         ),
     )
     worker = RolloutWorker(ports, pool, state_dir=tmp_path / "rollout-state", claim_grace_s=0.0)
@@ -219,23 +228,7 @@ def test_a_human_approves_a_proposal_with_flywheel_review(ports, urls, tmp_path)
         proposal.event_id,
     )
 
-    out = runner.invoke(
-        cli,
-        [
-            "consume",
-            "harness-reviser",
-            "--idle-exit",
-            "1",
-            "--state-dir",
-            str(tmp_path / "state"),
-            "--bus",
-            urls["bus"],
-            "--blobs",
-            urls["blobs"],
-            "--registry",
-            urls["registry"],
-        ],
-    )
+    out = runner.invoke(cli, consume_command("harness-reviser", urls, tmp_path))
     assert out.exit_code == 0, out.output
     [published] = [e for e in harness_events(ports) if isinstance(e, HarnessVersionPublished) and e.revision_id]
     assert published.revision_id == proposal.revision_id and published.causation_id == decided.event_id
@@ -253,25 +246,7 @@ def test_consume_flags_set_the_cluster_threshold(ports, urls, tmp_path, monkeypa
     cli = typer.Typer()
     cli.command("consume")(consume.consume)
     cli.command("noop")(lambda: None)
-    out = CliRunner().invoke(
-        cli,
-        [
-            "consume",
-            "harness_reviser",
-            "--min-cluster",
-            "5",
-            "--idle-exit",
-            "1",
-            "--state-dir",
-            str(tmp_path / "state"),
-            "--bus",
-            urls["bus"],
-            "--blobs",
-            urls["blobs"],
-            "--registry",
-            urls["registry"],
-        ],
-    )
+    out = CliRunner().invoke(cli, consume_command("harness_reviser", urls, tmp_path, "--min-cluster", "5"))
     assert out.exit_code == 0, out.output
     [skipped] = [e for e in harness_events(ports) if e.producer.service == "harness_reviser"]
     assert (
