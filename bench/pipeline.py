@@ -35,15 +35,12 @@ from pathlib import Path
 from draining import consume_only, drain, lag
 from rich.console import Console
 from rich.table import Table
+from rollout_requests import scripted_requests
 
-from bus_schemas.envelope import Producer
-from bus_schemas.events import Budgets
-from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.topics import TOPIC_ROLLOUTS
 
 console = Console(width=150)
-SCHEDULER = Producer(service="bench", version="0")
 CONSUMERS = ("verifier", "diagnoser", "curator")  # pipeline order: each reads what the one before wrote
 ROLLOUT_GROUP = "flywheel.rollout-worker"
 SAMPLE_S = 0.1
@@ -138,23 +135,6 @@ def _tasks(n: int, run_id: str) -> tuple[list[TaskSpecified], list[TaskSpecified
     return suite, [suite[i * len(suite) // n] for i in range(n)]
 
 
-def _requests(tasks: list[TaskSpecified], tag: str) -> list[RolloutRequested]:
-    return [
-        RolloutRequested(
-            producer=SCHEDULER,
-            run_id="bench",
-            task_id=t.task_id,
-            policy_version="scripted:reference",
-            harness_version="default",
-            backend="sandbox",
-            seed=0,
-            budgets=t.budgets or Budgets(),
-            episode_id=f"{tag}-{i}",
-        )
-        for i, t in enumerate(tasks)
-    ]
-
-
 def _groups(stages: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     """(stage, group, topics) in pipeline order."""
     from consumers.registry import build
@@ -173,9 +153,9 @@ def _drain_pipeline(bus, groups, started: float, phase: Phase | None, timeout_s:
         now = time.perf_counter() - started
         lags = [(stage, lag(bus, group, topics)) for stage, group, topics in groups]
         if phase is not None:
-            for stage, lag in lags:
-                phase.lags.setdefault(stage, []).append((now, lag))
-        if all(lag == 0 for _, lag in lags):
+            for stage, behind in lags:
+                phase.lags.setdefault(stage, []).append((now, behind))
+        if all(behind == 0 for _, behind in lags):
             return time.perf_counter() - started
         time.sleep(SAMPLE_S)
     raise TimeoutError(f"the pipeline did not drain in {timeout_s:.0f} s: {lags}")
@@ -213,12 +193,12 @@ def run_phase(
         for _ in procs:
             ready.get(timeout=180)
         groups = _groups(stages)
-        publish(bus, *_requests(warmup, f"warm-{name}"))
+        publish(bus, *scripted_requests(warmup, f"warm-{name}"))
         _drain_pipeline(bus, groups, time.perf_counter(), None, timeout_s=300)
         time.sleep(1.0 if workers == 1 else 4.0)  # past the workers' settle window after the joins
         phase = Phase(name, len(tasks))
         started = time.perf_counter()
-        publish(bus, *_requests(tasks, f"ep-{name}"))
+        publish(bus, *scripted_requests(tasks, f"ep-{name}"))
         phase.seconds = _drain_pipeline(bus, groups, started, phase, timeout_s=1800)
         console.print(f"  {name}: {phase.episodes} episodes in {phase.seconds:.1f} s = {phase.rate:.1f} episodes/s")
         return phase

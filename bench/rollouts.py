@@ -18,10 +18,8 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rollout_requests import scripted_requests
 
-from bus_schemas.envelope import Producer
-from bus_schemas.events import Budgets
-from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.memory.store import MemoryStore
@@ -38,7 +36,6 @@ from producers.rollout.worker import SKILLS_DIR
 from producers.tasks import build_task_suite
 
 console = Console()
-SCHEDULER = Producer(service="bench", version="0")
 
 
 def _tasks(n: int) -> list[TaskSpecified]:
@@ -61,19 +58,7 @@ def bench_bus(bus_url: str, tasks: list[TaskSpecified], blobs: FileBlobStore, st
     bus = open_bus(bus_url)
     ensure_topics(bus)
     publish(bus, *tasks)
-    requests = [
-        RolloutRequested(
-            producer=SCHEDULER,
-            run_id="bench",
-            task_id=t.task_id,
-            policy_version="scripted:reference",
-            harness_version="default",
-            backend="sandbox",
-            seed=0,
-            budgets=t.budgets or Budgets(),
-        )
-        for t in tasks
-    ]
+    requests = scripted_requests(tasks)
     pool = EnvironmentPool()
     pool.register("sandbox", SandboxBackend, 1)
     # One worker and no peers: no stale assignment to wait out, so the post-rebalance checks are off
