@@ -40,7 +40,7 @@ def parent_run(registry: Registry, experiment: str | None, run_id: str) -> str |
 def harness_revision_run(registry: Registry, run_id: str, round: int | None) -> dict[str, Any]:
     """Where a harness revision's MLflow run goes: nested under flywheel run ``run_id``'s parent run (in the
     parent's experiment, the UI nests only within one) with the revision role and round as tags; without a
-    parent (a revision outside a flywheel run) nothing is changed and the run is top-level in ``harness``.
+    parent (a revision outside a flywheel run) the tagged run is top-level in the ``harness`` experiment.
     The keyword arguments of :func:`harness_service.versions.publish_harness_version`."""
     parent = parent_run(registry, None, run_id)
     tags = {RUN_TAG: run_id, ROLE_TAG: HARNESS_REVISION_ROLE, "round": "" if round is None else str(round)}
