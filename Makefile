@@ -10,7 +10,8 @@ export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 export PIP_CACHE_DIR ?= $(CURDIR)/.cache/pip
 export HF_HUB_OFFLINE := 1
 # Two pytest workers: most of the suite waits on servers, subprocesses and group joins, not on the CPU. A file's
-# tests stay on one worker (loadfile), so a module's fixtures and its ordering hold.
+# tests stay on one worker (loadfile), so a module's fixtures and its ordering hold. Files are handed out in the order
+# tests/conftest.py sorts them, longest first (--no-loadscope-reorder: xdist's default puts files with few tests last).
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
@@ -73,7 +74,7 @@ test: install system-packages
 	$(BIN)/flywheel stack up || status=$$?; \
 	if [ $$status -eq 0 ]; then \
 		PYTHONFAULTHANDLER=1 timeout --signal=ABRT --kill-after=60 $(TEST_TIMEOUT_S) \
-			$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS) || status=$$?; \
+			$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS) || status=$$?; \
 		if [ $$status -eq 124 ] || [ $$status -eq 134 ] || [ $$status -eq 137 ]; then \
 			echo "pytest did not exit within $(TEST_TIMEOUT_S) s: killed (thread stacks above)"; fi; \
 	fi; \
@@ -82,7 +83,7 @@ test: install system-packages
 	exit $$status
 
 test-fast: install
-	$(BIN)/pytest -m unit -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -m unit -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The same checks as .pre-commit-config.yaml and CI; configured in pyproject.toml.
 lint: install

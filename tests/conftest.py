@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ def embedded_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _closable_adapters() -> list[type]:
+def _closable_adapters() -> list[type[Any]]:
     from infra.blobs.s3 import S3BlobStore
     from infra.bus.embedded import EmbeddedBus, EmbeddedConsumer
     from infra.bus.kafka import KafkaBus, KafkaGroupConsumer
@@ -60,7 +61,7 @@ def close_what_the_test_opened(monkeypatch) -> Iterator[None]:
     exist before this fixture starts recording, so they stay open for the tests that share them. The MLflow
     registry adapter holds no connection or thread of its own, so there is nothing of it to close.
     """
-    opened: list[object] = []
+    opened: list[Any] = []
     for cls in _closable_adapters():
         original = cls.__init__
 
@@ -87,3 +88,19 @@ def pytest_sessionfinish(session, exitstatus) -> None:
             "\nnon-daemon threads still alive at the end of the session (they delay exit): "
             + ", ".join(t.name for t in alive)
         )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first, the many short ones after them: files with an end-to-end run (any e2e-marked
+    test), then the fault-injection files (tests/faults), then the rest, each group in collection order (a stable
+    sort, so a file's tests keep their order).
+
+    xdist hands out files in this order when run with ``--no-loadscope-reorder`` (``make test``). Its default
+    sorts files by how many tests they hold, which puts the one-test runs of 2-5 minutes last: the worker that
+    drew the last of them went on for minutes after the other had run out of files.
+    """
+    rank: dict[Path, int] = {}
+    for item in items:
+        faults = item.path.is_relative_to(REPO / "tests" / "faults")
+        rank[item.path] = min(rank.get(item.path, 2), 0 if item.get_closest_marker("e2e") else 1 if faults else 2)
+    items.sort(key=lambda i: rank[i.path])
