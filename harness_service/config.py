@@ -64,6 +64,9 @@ class CompactContext(_Config):
     action_format: Literal["full", "short"] = "short"
     skill_chars: Annotated[int, Field(ge=0, le=20_000)] = 160
     offer_skills: bool = True
+    observations: Literal["full", "result"] = "full"
+    """``result``: observations show the tool's result (or error) only, without the state changes it made (which
+    repeat the result for most calls) and without empty fields: about half the tokens of a step."""
 
 
 class HarnessConfig(_Config):

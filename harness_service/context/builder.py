@@ -66,7 +66,13 @@ class ContextBuilder:
             ),
             ChatMessage(
                 role="user",
-                content=task_text(inputs.goal, inputs.memories, inputs.first_observation, self.turn_chars),
+                content=task_text(
+                    inputs.goal,
+                    inputs.memories,
+                    inputs.first_observation,
+                    self.turn_chars,
+                    "full" if inputs.compact is None else inputs.compact.observations,
+                ),
             ),
         ]
         turns = [self._clipped(t) for t in inputs.history]

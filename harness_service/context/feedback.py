@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import orjson
 
 from producers.backends.base import Observation
+
+ObservationStyle = Literal["full", "result"]
 
 
 def clip(text: str, limit: int) -> str:
@@ -14,14 +18,27 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}…[{len(text) - limit} more chars clipped]"
 
 
-def render_observation(observation: Observation, limit: int) -> str:
-    """Canonical compact JSON of the observation, clipped to ``limit`` characters."""
-    payload: dict[str, object] = {"ok": observation.ok}
+def _without_empty(value: object) -> object:
+    """``value`` without ``None``, ``false``, empty strings and empty containers inside mappings."""
+    if isinstance(value, dict):
+        kept = {k: _without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v is not False and v not in ("", [], {})}
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def render_observation(observation: Observation, limit: int, style: ObservationStyle = "full") -> str:
+    """Canonical compact JSON of the observation, clipped to ``limit`` characters.
+
+    ``full``: ``ok``, the result or error, the state changes and flags. ``result``: the result (without empty
+    fields) or the error, and flags (a compact harness profile for small models)."""
+    payload: dict[str, object] = {} if style == "result" else {"ok": observation.ok}
     if observation.error is not None:
         payload["error"] = observation.error.model_dump(mode="json")
     else:
-        payload["result"] = observation.result
-    if observation.changes:
+        payload["result"] = _without_empty(observation.result) if style == "result" else observation.result
+    if observation.changes and style == "full":
         payload["changes"] = [c.model_dump(mode="json") for c in observation.changes]
     if observation.flags:
         payload["flags"] = list(observation.flags)

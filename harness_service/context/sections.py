@@ -8,7 +8,7 @@ import orjson
 
 from harness_service.actions.format import ACTION_FORMAT_DOC
 from harness_service.config import CompactContext
-from harness_service.context.feedback import render_observation
+from harness_service.context.feedback import ObservationStyle, render_observation
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
 from producers.backends.base import Observation, ToolSpec
@@ -58,13 +58,19 @@ def system_text(instructions: str, tools: Sequence[ToolSpec], offered: Sequence[
     return "\n\n".join(parts)
 
 
-def task_text(goal: str, memories: Sequence[MemoryRecord], first: Observation | None, turn_chars: int) -> str:
+def task_text(
+    goal: str,
+    memories: Sequence[MemoryRecord],
+    first: Observation | None,
+    turn_chars: int,
+    style: ObservationStyle = "full",
+) -> str:
     """The goal, the memories retrieved for it and the first observation of the backend."""
     parts = ["# Task\n" + goal.strip()]
     if memories:
         parts.append("# Relevant memories\n" + "\n".join(f"- {m.render()}" for m in memories))
     if first is not None and (first.result is not None or first.error is not None):
-        parts.append("# Initial observation\n" + render_observation(first, turn_chars))
+        parts.append("# Initial observation\n" + render_observation(first, turn_chars, style))
     return "\n\n".join(parts)
 
 

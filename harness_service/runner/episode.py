@@ -362,7 +362,9 @@ class _Episode:
 
     def _remember(self, step: int, text: str, observation: Observation, label: str) -> None:
         status = "ok" if observation.error is None else f"error {observation.error.code}"
-        feedback = render_observation(observation, self.h.config.budgets.turn_chars)
+        compact = self.h.config.compact
+        style = "full" if compact is None else compact.observations
+        feedback = render_observation(observation, self.h.config.budgets.turn_chars, style)
         self.history.append(HistoryTurn(step, text, feedback, f"{label} -> {status}"))
         if isinstance(self.h.policy, ObservingPolicy):
             self.h.policy.observe(observation)

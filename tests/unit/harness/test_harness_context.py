@@ -128,3 +128,19 @@ def test_the_summary_collapses_to_one_line_when_its_lines_do_not_fit() -> None:
     built = ContextBuilder(budget_tokens=fixed + 40).build(many)
     assert built.summarised_turns == 30 and built.tokens <= fixed + 40
     assert built.messages[2].content.endswith("Steps 1-30 omitted to fit the context.")
+
+
+def test_result_style_observations_drop_changes_and_empty_fields_but_keep_errors() -> None:
+    from bus_schemas.actions import StateChange, ToolError
+    from harness_service.context.feedback import render_observation
+
+    added = StateChange(path="/notes/n1", op="added", after={"id": "n1", "title": "Milk"})
+    done = Observation(result={"id": "n1", "title": "Milk", "pinned": False, "tags": [], "due": None}, changes=[added])
+    full = render_observation(done, 4000)
+    assert '"changes"' in full and '"pinned":false' in full and '"ok":true' in full
+    assert render_observation(done, 4000, "result") == '{"result":{"id":"n1","title":"Milk"}}'
+    failed = Observation(error=ToolError(code="not_found", message="no note n9"), flags=["retryable"])
+    assert render_observation(failed, 4000, "result") == (
+        '{"error":{"code":"not_found","message":"no note n9","retryable":false},"flags":["retryable"]}'
+    )
+    assert render_observation(Observation(result=[{"a": None}, 0, False]), 4000, "result") == '{"result":[{},0,false]}'
