@@ -45,3 +45,35 @@ def test_each_logging_step_is_a_history_row_and_a_log_record_not_a_printed_dict(
     printed = capsys.readouterr()
     assert "{'loss'" not in printed.out + printed.err
     assert sum(": loss=" in r.getMessage() for r in caplog.records if r.name == "flywheel.learner.sft") == 3
+
+
+def test_the_completion_only_loss_equals_the_models_own_loss_over_full_logits():
+    """The trainer applies the LM head to the labelled positions only; the loss and its gradients must be the
+    model's own (``labels`` with -100 on prompt and padding positions)."""
+    import torch
+
+    from learner.sft.trainer import completion_loss
+
+    rows = examples(6)
+    tokenizer = train_tokenizer([e.prompt + e.completion for e in rows] * 4, vocab_size=300)
+    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32))
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, len(tokenizer), (3, 24), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[2, 17:] = 0
+    labels = ids.clone()
+    labels[:, :10] = -100
+    labels[2, 17:] = -100
+    inputs = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+    reference = model(**inputs).loss
+    reference.backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    ours = completion_loss(model, inputs, num_items_in_batch=(labels[:, 1:] != -100).sum())
+    ours.backward()
+
+    assert torch.allclose(ours, reference, atol=1e-5)
+    for p, grad in zip(model.parameters(), expected, strict=True):
+        assert torch.allclose(p.grad, grad, atol=1e-6)
+    assert not torch.allclose(completion_loss(model, {**inputs, "labels": ids}), reference)
