@@ -5,7 +5,7 @@ decision keeps a harmful revision out of ``@production`` while a revision that d
 
 One module-scoped SFT run on CPU, shared by every test here (one file, so xdist's per-file scheduling keeps them on
 one worker): reference episodes of two tool-use templates (train split of 12 suite seeds), the learner's own
-384-token window that keeps the compact system turn. The dev tasks are instances of a suite seed never trained on
+448-token window that keeps the compact system turn. The dev tasks are instances of a suite seed never trained on
 (new worlds, labels x times combinations). The official dev split draws times from hours that never occur in train
 (11/14/17/20 vs 10/13/16/19/22); this budget does not generalise to those. GRPO through the bus:
 test_learner_rl_bus.py.
@@ -39,8 +39,8 @@ from learner.model.window import turn_corpus
 from learner.sft import SftSettings, train_sft
 from learner.tasks import template_tasks
 
-# One SFT run, ~3 min on 2 idle cores, 8+ on busy ones. make test-fast (-m unit) runs the SFT test, so it trains
-# too; the revision-channel tests are e2e.
+# One SFT run, ~3 min on 2 idle cores, 8+ on busy ones: every test of this file is e2e, so make test-fast (-m unit)
+# stays quick; make test runs them.
 pytestmark = pytest.mark.timeout(1800)
 TEMPLATES = {"tu.set_alarm", "tu.reminder_due"}
 SFT = SftSettings(max_steps=300, batch_size=16, learning_rate=3e-3, logging_steps=100)
@@ -125,7 +125,7 @@ def parent(checkpoint: Checkpoint) -> Evaluation:
     return result
 
 
-@pytest.mark.unit
+@pytest.mark.e2e
 def test_sft_from_random_init_lifts_held_out_dev_success(checkpoint, parent):
     # a random-init model cannot even emit a parseable action; chance success is 0 on every task
     assert checkpoint.before == 0.0
