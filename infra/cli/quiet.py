@@ -103,7 +103,11 @@ def quiet_console(
         setattr(handler, _HANDLER_MARK, True)
         root.addHandler(handler)
     root.setLevel(min(logging.INFO, console_level))
-    logging.captureWarnings(True)  # warnings.warn(...) -> the "py.warnings" logger -> the file
+    # warnings.warn(...) -> the "py.warnings" logger -> the file. Off first: captureWarnings(True) does nothing when
+    # capture is already on, though something (a warnings.catch_warnings block, pytest's per-test one) may have put
+    # its own showwarning back since.
+    logging.captureWarnings(False)
+    logging.captureWarnings(True)
     if libraries and not verbose:
         _route_transformers()
     return log_file

@@ -67,3 +67,15 @@ def test_calling_it_twice_does_not_duplicate_handlers(tmp_path):
     quiet_console(tmp_path / "a.log", verbose=False, libraries=False)
     quiet_console(tmp_path / "b.log", verbose=False, libraries=False)
     assert len(logging.getLogger().handlers) == before + 2
+
+
+def test_warnings_reach_the_file_when_capture_was_left_on_and_showwarning_put_back(tmp_path):
+    """An earlier command in the process left capture on; a catch_warnings(record=True) block (pytest's per-test one)
+    then put the default showwarning back: quiet_console must still route warnings to its file."""
+    logging.captureWarnings(True)
+    with warnings.catch_warnings(record=True) as recorded:
+        log_file = quiet_console(tmp_path / "logs" / "run.log", verbose=False, libraries=False)
+        warnings.simplefilter("always")
+        warnings.warn("left-on capture", UserWarning, stacklevel=1)
+    assert "left-on capture" in log_file.read_text()
+    assert not [w for w in recorded if "left-on capture" in str(w.message)]
