@@ -28,13 +28,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from rich.console import Console
 from rich.table import Table
 
-from bus_schemas.events.training import OVERALL_WEIGHTS
 from infra.cli.quiet import quiet_console
 from infra.config import load_settings
 from infra.loop.config import LoopConfig, profile
 from infra.loop.run import LoopResult, run_loop
-
-CATEGORIES = tuple(OVERALL_WEIGHTS)
+from learner.config import CATEGORIES
 
 
 def loop_steps(config: LoopConfig) -> int:
