@@ -25,8 +25,11 @@ def small_loop(tmp_path: Path) -> LoopConfig:
     base = LearnerConfig()
     learner = base.model_copy(
         update={
-            "sft": base.sft.model_copy(update={"max_steps": 40}),
-            "continued_sft": base.continued_sft.model_copy(update={"max_steps": 10}),
+            # plumbing, not learning: a quarter of the default batch and half the action length keep each
+            # training step and each decoded action cheap (an untrained model writes to the limit)
+            "sft": base.sft.model_copy(update={"max_steps": 40, "batch_size": 4}),
+            "continued_sft": base.continued_sft.model_copy(update={"max_steps": 10, "batch_size": 4}),
+            "max_new_tokens": 48,
             "dev_per_category": 2,
             "cold_start_seeds": 1,
             "work_dir": tmp_path / "learner",
