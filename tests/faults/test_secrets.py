@@ -35,7 +35,12 @@ def test_the_main_job_on_the_real_stack_leaks_no_secret(real_stack, tmp_path):
                 "rounds": 1,
                 "first_round_rollouts": 16,
                 "min_admitted_for_training": 4,
-                "learner": {"sft": {"max_steps": 5}, "dev_per_category": 1, "cold_start_seeds": 1},
+                "learner": {
+                    "sft": {"max_steps": 5, "batch_size": 4},
+                    "max_new_tokens": 48,
+                    "dev_per_category": 1,
+                    "cold_start_seeds": 1,
+                },
             }
         )
     )
