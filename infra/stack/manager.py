@@ -156,19 +156,29 @@ class Stack:
         svc = self.services[name]
         pid_path = self.pid_path(name)
         record = process.PidRecord.load(pid_path)
+        remnant = None
         if record is not None:
             if process.owned_leader(record) is not None:
                 self._wait_ready(svc, record, None, self.settings.ready_timeout_s)
                 self.echo(f"{name}: already running (pid {record.pid}) at {svc.listening()[0]}")
                 return
             leftovers = process.terminate(record, self.settings.stop_grace_s)
-            pid_path.unlink(missing_ok=True)
+            process.wait_ports_released(self.settings.host, svc.ports(), record, self.settings.stop_grace_s)
+            remnant = process.exiting(record)
+            if remnant is None:  # else kept, so the next up or down waits for that process again
+                pid_path.unlink(missing_ok=True)
             note = f"; stopped leftover pids {leftovers}" if leftovers else ""
             self.echo(f"{name}: previous process {record.pid} is gone (crashed){note}; starting again")
 
         busy = [(p, who) for p in svc.ports() if (who := process.port_owner(self.settings.host, p))]
         if busy:
             desc = ", ".join(f"{self.settings.host}:{p} held by {who}" for p, who in busy)
+            if remnant is not None:
+                raise StackError(
+                    f"{name}: cannot start, port(s) still held by its previous process {remnant.pid}: its leader "
+                    f"thread has exited but other threads of it had not within {self.settings.stop_grace_s:.0f}s "
+                    f"({desc}). See `ps -L -p {remnant.pid}`; the next up or down waits for it again."
+                )
             raise StackError(
                 f"{name}: cannot start, port(s) in use and not by this stack: {desc}. "
                 f"Stop that process or choose other ports (FLYWHEEL_STACK_* settings)."
@@ -292,7 +302,11 @@ class Stack:
                     continue
                 pids = process.terminate(record, self.settings.stop_grace_s)
                 self._reap()
-                path.unlink(missing_ok=True)
+                if (remnant := process.exiting(record)) is not None:
+                    # Kept, so the next up or down waits for it again instead of finding its ports taken.
+                    self.echo(f"{name}: process {remnant.pid} has not finished exiting; kept its pid file")
+                else:
+                    path.unlink(missing_ok=True)
                 if pids:
                     stopped.append(name)
                     self.echo(f"{name}: stopped (pids {', '.join(map(str, sorted(pids)))})")

@@ -10,6 +10,13 @@ Every process the stack starts:
 
 A process counts as ours only when its pid, its start time *and* its token match the pid file, so a
 pid that the OS has since reused for an unrelated process is never signalled.
+
+A zombie is not always done with its files. Linux shows a multithreaded process (every Go or Java server) as a
+zombie as soon as its leader thread has exited, while its other threads are still running or finishing their own
+exit; the process's files - its listening sockets included - are closed only when the last thread is gone, and
+until then nothing in /proc names it as the sockets' owner. ``terminate`` therefore waits for that (bounded) and
+kills such a remnant if it is still running, so its ports are free when it returns; ``wait_ports_released``
+then waits (bounded) for any socket of it that the kernel is still closing, before a port counts as taken.
 """
 
 from __future__ import annotations
@@ -156,6 +163,56 @@ def owned_processes(record: PidRecord) -> list[psutil.Process]:
     return list(found.values())
 
 
+def _recorded_process(record: PidRecord) -> psutil.Process | None:
+    """The process at ``record.pid`` if it is the one started for ``record`` (same start), in whatever state."""
+    try:
+        proc = psutil.Process(record.pid)
+        same, _detail = _same_start(record.pid, proc, record)
+    except psutil.Error:
+        return None
+    return proc if same else None
+
+
+def _other_threads(pid: int) -> list[int]:
+    """Ids of process ``pid``'s threads besides its leader thread (Linux /proc; [] elsewhere or once none is left)."""
+    try:
+        return [tid for name in os.listdir(f"/proc/{pid}/task") if (tid := int(name)) != pid]
+    except (OSError, ValueError):
+        return []
+
+
+def _thread_has_token(pid: int, tid: int, token: str) -> bool:
+    """Whether thread ``tid`` of ``pid`` still runs with our token (its environment; a zombie leader has none)."""
+    try:
+        environ = Path(f"/proc/{pid}/task/{tid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{TOKEN_ENV}={token}".encode() in environ.split(b"\0")
+
+
+def _holds_files(proc: psutil.Process) -> bool:
+    """Whether ``proc`` may still have files (sockets) open: it runs, or it is a zombie only by its leader thread
+    and other threads of it are still there (see the module docstring)."""
+    try:
+        if not proc.is_running():
+            return False
+        if proc.status() != psutil.STATUS_ZOMBIE:
+            return True
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return False  # not ours to wait for
+    return bool(_other_threads(proc.pid))
+
+
+def exiting(record: PidRecord) -> psutil.Process | None:
+    """``record``'s process if its leader has exited but the process still holds its files (threads left)."""
+    proc = _recorded_process(record)
+    if proc is None or _alive(proc) or not _holds_files(proc):
+        return None
+    return proc
+
+
 def spawn(
     service: str,
     command: Sequence[str],
@@ -202,8 +259,46 @@ def spawn(
 
 
 def terminate(record: PidRecord, grace_s: float) -> list[int]:
-    """SIGTERM every process of ``record``, SIGKILL what is left after ``grace_s``. Returns the pids."""
+    """SIGTERM every process of ``record``, SIGKILL what is left after ``grace_s``. Returns the pids signalled.
+
+    When it returns, none of them holds a file any more, as far as ``grace_s`` allows: a process whose leader
+    thread has exited (a zombie to every other check here) is waited for until its last thread is gone, and
+    killed first if a thread of it still runs with our token.
+    """
     procs = owned_processes(record)
+    remnant = exiting(record)
+    watched = [*procs, remnant] if remnant is not None else procs
+    killed = [remnant.pid] if remnant is not None and _kill_headless(remnant, record.token) else []
+    pids = _terminate(record, procs, grace_s)
+    killed += [p.pid for p in procs if _kill_headless(p, record.token)]
+    deadline = time.monotonic() + grace_s
+    waiting = [p for p in watched if _holds_files(p)]
+    while waiting and time.monotonic() < deadline:
+        time.sleep(0.02)
+        waiting = [p for p in waiting if _holds_files(p)]
+    return pids + [pid for pid in killed if pid not in pids]
+
+
+def _kill_headless(proc: psutil.Process, token: str) -> bool:
+    """SIGKILL ``proc`` if its leader thread has exited but a thread of it still runs with ``token``.
+
+    Nothing is left to ask for a clean shutdown, and such a remnant can run on for ever (a thread that never
+    returns), holding the service's ports."""
+    try:
+        if proc.status() != psutil.STATUS_ZOMBIE:
+            return False
+    except psutil.Error:
+        return False
+    if not any(_thread_has_token(proc.pid, tid, token) for tid in _other_threads(proc.pid)):
+        return False
+    try:
+        proc.send_signal(signal.SIGKILL)
+    except psutil.Error:
+        return False
+    return True
+
+
+def _terminate(record: PidRecord, procs: list[psutil.Process], grace_s: float) -> list[int]:
     if not procs:
         return []
     for proc in procs:
@@ -231,24 +326,53 @@ def terminate(record: PidRecord, grace_s: float) -> list[int]:
 
 def port_owner(host: str, port: int) -> str | None:
     """None if ``host:port`` is free to bind; otherwise a short description of who holds it."""
+    if _bindable(host, port):
+        return None
+    pid = _listener_pid(port)
+    if pid is None:
+        return "another process"
+    try:
+        name = " ".join(psutil.Process(pid).cmdline()[:3])
+    except psutil.Error:
+        name = "?"
+    return f"pid {pid} ({name})"
+
+
+def wait_ports_released(host: str, ports: Sequence[int], record: PidRecord, timeout_s: float) -> None:
+    """After ``terminate(record)``: wait, up to ``timeout_s``, while one of ``ports`` is still bound by ``record``'s
+    own process or by a socket that no process names as its own (one whose owner's exit is still closing it).
+
+    Returns at once when the ports are free or one is listened on by some other process (a foreign holder will
+    not let go; the caller reports it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        held = [p for p in ports if not _bindable(host, p)]
+        if not held or time.monotonic() >= deadline:
+            return
+        if any((pid := _listener_pid(p)) is not None and pid != record.pid for p in held):
+            return
+        time.sleep(0.05)
+
+
+def _bindable(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
-            return None
         except OSError:
-            pass
+            return False
+    return True
+
+
+def _listener_pid(port: int) -> int | None:
+    """The pid with a socket listening on ``port`` in its file table, or None if no process has one."""
     try:
         for conn in psutil.net_connections(kind="tcp"):
             if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-                try:
-                    name = " ".join(psutil.Process(conn.pid).cmdline()[:3])
-                except psutil.Error:
-                    name = "?"
-                return f"pid {conn.pid} ({name})"
+                return conn.pid
     except psutil.Error:
         pass
-    return "another process"
+    return None
 
 
 def tail(path: Path, lines: int = 50) -> str:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from infra.config import StackSettings
 from infra.stack import ServiceUnreachable, Stack, StackError
-from infra.stack.process import PidRecord, start_ticks
+from infra.stack.process import TOKEN_ENV, PidRecord, start_ticks
 
 pytestmark = pytest.mark.integration
 
@@ -122,6 +123,61 @@ def test_status_reports_a_crashed_service_and_up_restarts_it(stack: Stack) -> No
     assert again.state == "running" and again.pid != first.pid
     result = CliRunner().invoke(_cli(), ["status", "s3"], env=_env(stack.settings))
     assert result.exit_code == 0, result.output
+
+
+# A server that has lost its leader thread but not its other threads: it listens on argv[1] from a thread that
+# never returns, and its main thread exits alone (pthread_exit), so the process shows as a zombie.
+_HEADLESS_SERVER = """
+import ctypes, socket, sys, threading, time
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen()
+threading.Thread(target=time.sleep, args=(3600,)).start()
+print("listening", flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux thread-group semantics (/proc/<pid>/task)")
+def test_up_after_a_crash_waits_for_the_old_process_to_let_go_of_its_ports(stack: Stack) -> None:
+    """Issue 14: SIGKILLing weed (a Go server, many threads) made its leader thread a zombie at once, so status said
+    crashed and up() found nothing of it to stop, while its other threads were still exiting and still held its
+    sockets: up() saw an S3 port "held by another process". That window is usually under a millisecond; here it
+    is made to last: a recorded process whose leader has exited while a thread of it keeps the S3 port."""
+    port = stack.settings.s3_port
+    token = uuid.uuid4().hex
+    command = [sys.executable, "-c", _HEADLESS_SERVER, str(port)]
+    remnant = subprocess.Popen(
+        command, env={**os.environ, TOKEN_ENV: token}, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert remnant.stdout is not None and remnant.stdout.readline().strip() == "listening"
+        proc = psutil.Process(remnant.pid)
+        PidRecord(
+            service="s3",
+            pid=remnant.pid,
+            create_time=proc.create_time(),
+            token=token,
+            command=command,
+            started_at=time.time(),
+            start_ticks=start_ticks(remnant.pid),
+        ).dump(stack.pid_path("s3"))
+        deadline = time.monotonic() + 30
+        while proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.status() == psutil.STATUS_ZOMBIE and len(os.listdir(f"/proc/{remnant.pid}/task")) == 2
+        assert not ports_free([port])
+        [st] = stack.status(["s3"])
+        assert st.state == "crashed", st
+
+        [again] = stack.up(["s3"])
+        assert again.state == "running" and again.pid != remnant.pid
+        assert remnant.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if remnant.poll() is None:
+            os.kill(remnant.pid, signal.SIGKILL)
+            remnant.wait()
 
 
 def test_unreachable_services_fail_fast_naming_the_url(tmp_path: Path) -> None:
