@@ -128,7 +128,9 @@ def test_a_worker_killed_mid_episode_leaves_one_abandoned_attempt_and_one_comple
     task = _tasks(5)[4]
     request = _request(task)
     _submit(urls[0], [task], [request])
-    victim = _worker(urls, tmp_path, "victim", delay_s=0.5, idle_exit_s=60)
+    # 3 s a step: the episode's remaining steps take far longer than one poll below (each opens a client and
+    # replays the topic, seconds on a loaded machine); at 0.5 s a step a slow poll saw the episode already ended
+    victim = _worker(urls, tmp_path, "victim", delay_s=3.0, idle_exit_s=60)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(_episodes(urls[0]).get(request.episode_id, [])) < 3:
         time.sleep(0.2)
