@@ -198,10 +198,8 @@ def _holds_files(proc: psutil.Process) -> bool:
             return False
         if proc.status() != psutil.STATUS_ZOMBIE:
             return True
-    except psutil.NoSuchProcess:
+    except psutil.Error:  # gone, or not ours to wait for
         return False
-    except psutil.Error:
-        return False  # not ours to wait for
     return bool(_other_threads(proc.pid))
 
 
