@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,14 +53,20 @@ class CompactContext(_Config):
 
     Instead of every tool with its JSON Schema (4-8k tokens), each step shows ``tool_top_k`` tools, one line
     each (name, argument names, the harness's own note or the first ``tool_description_chars`` of its
-    description): the loaded skill's tools and the tools already called first, then the best matches of the
-    goal (BM25). The action kinds are one short line, loaded skills are clipped to ``skill_chars``.
+    description): the tools that followed the last call in solutions (``tool_successors``), the loaded skill's
+    tools and the tools already called first, then the best matches of the goal (BM25). The action kinds are
+    one short line, loaded skills are clipped to ``skill_chars``.
     """
 
     tool_top_k: Annotated[int, Field(ge=0, le=64)] = 3
     tool_description_chars: Annotated[int, Field(ge=0, le=400)] = 0
     tool_notes: dict[str, str] = Field(default_factory=dict)
     """Tool name -> the line shown instead of its (clipped) description: a tool-description edit of this harness."""
+    tool_successors: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Tool name -> the tools that followed it in solutions, most frequent first (``""``: the first call of an
+    episode): a procedure prior drawn from traces (the reviser's ``add_tool_successors`` window edit). The step
+    after a call shows them first, so a small model sees the tool it needs next even when the goal's words do
+    not name it (``search_contacts`` before ``send_money``)."""
     action_format: Literal["full", "short"] = "short"
     skill_chars: Annotated[int, Field(ge=0, le=20_000)] = 160
     offer_skills: bool = True
@@ -82,9 +88,14 @@ class HarnessConfig(_Config):
     """A compact system turn (small models); ``None``: every tool with its full schema."""
 
     def digest(self) -> str:
-        """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset, so versions made before
-        the field existed keep their digest)."""
-        body = self.model_dump_json(exclude={"compact"} if self.compact is None else None)
+        """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset and without an empty
+        ``compact.tool_successors``, so versions made before those fields existed keep their digest)."""
+        exclude: dict[str, Any] | None = None
+        if self.compact is None:
+            exclude = {"compact": True}
+        elif not self.compact.tool_successors:
+            exclude = {"compact": {"tool_successors"}}
+        body = self.model_dump_json(exclude=exclude)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
     @classmethod

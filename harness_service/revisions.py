@@ -12,9 +12,11 @@ Each kind is a typed patch (a frozen pydantic model with a ``kind`` tag) over ``
 - ``set_tool_note``: set (or clear) the one-line note a compact context shows for a tool in place of its
   description (``CompactContext.tool_notes``): a tool-description edit that reaches a small model's window;
 - ``set_tool_selection``: set the compact profile's tool-selection policy (``tool_top_k`` tools a step shows,
-  ``tool_description_chars``, ``skill_chars``, ``offer_skills``).
+  ``tool_description_chars``, ``skill_chars``, ``offer_skills``);
+- ``add_tool_successors``: set, for the tools it names, the tools a compact context shows first at the step after
+  a call to them (``CompactContext.tool_successors``; ``""`` names the first step): a procedure prior.
 
-The last two need a compact profile (``HarnessConfig.compact``): they edit the system turn a small model's
+The last three need a compact profile (``HarnessConfig.compact``): they edit the system turn a small model's
 window keeps, where the instruction kinds only append to its head.
 
 ``apply`` raises :class:`InvalidPatch` (with the reason) for a patch that does not fit the base — an
@@ -42,6 +44,7 @@ ChangeKind = Literal[
     "set_budgets",
     "set_tool_note",
     "set_tool_selection",
+    "add_tool_successors",
 ]
 CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)
 MAX_LINE_CHARS = 160
@@ -178,6 +181,28 @@ class SetToolSelection(_Patch):
     offer_skills: bool | None = None
 
 
+MAX_SUCCESSORS = 2
+"""Tools a successor entry names: each costs a line of the compact tool list at the step after its tool."""
+_TOOL_NAME = r"^[a-z0-9_]+\.[a-z0-9_]+$"
+
+
+class AddToolSuccessors(_Patch):
+    """Set the successor entries it names (tool -> the tools to show first at the step after a call to it; ``""``:
+    the first step); the base's other entries stay."""
+
+    kind: Literal["add_tool_successors"] = "add_tool_successors"
+    successors: Annotated[
+        dict[
+            Annotated[str, Field(pattern=r"^$|" + _TOOL_NAME, max_length=128)],
+            Annotated[
+                tuple[Annotated[str, Field(pattern=_TOOL_NAME, max_length=128)], ...],
+                Field(min_length=1, max_length=MAX_SUCCESSORS),
+            ],
+        ],
+        Field(min_length=1, max_length=64),
+    ]
+
+
 Patch = Annotated[
     AddInstruction
     | EditInstruction
@@ -186,7 +211,8 @@ Patch = Annotated[
     | SetMemoryPolicy
     | SetBudgets
     | SetToolNote
-    | SetToolSelection,
+    | SetToolSelection
+    | AddToolSuccessors,
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter[Patch] = TypeAdapter(Patch)
@@ -234,7 +260,7 @@ def apply(base: HarnessConfig, patch: Patch) -> HarnessConfig:
         result = _apply_skill(base, patch)
     elif isinstance(patch, SetMemoryPolicy):
         result = base.model_copy(update={"memory": _set(MemoryPolicy, base.memory, patch)})
-    elif isinstance(patch, SetToolNote | SetToolSelection):
+    elif isinstance(patch, SetToolNote | SetToolSelection | AddToolSuccessors):
         result = base.model_copy(update={"compact": _apply_compact(base, patch)})
     else:
         result = base.model_copy(update={"budgets": _set(HarnessBudgets, base.budgets, patch)})
@@ -256,11 +282,14 @@ def _apply_skill(base: HarnessConfig, patch: AddSkill | EditSkill) -> HarnessCon
     return base.model_copy(update={"instructions": "\n".join(lines)})
 
 
-def _apply_compact(base: HarnessConfig, patch: SetToolNote | SetToolSelection) -> CompactContext:
+def _apply_compact(base: HarnessConfig, patch: SetToolNote | SetToolSelection | AddToolSuccessors) -> CompactContext:
     if base.compact is None:
         raise InvalidPatch(f"{patch.kind} needs a compact harness profile; {base.name} renders every tool in full")
     if isinstance(patch, SetToolSelection):
         return _set(CompactContext, base.compact, patch)  # type: ignore[return-value]
+    if isinstance(patch, AddToolSuccessors):
+        successors = {**base.compact.tool_successors, **patch.successors}
+        return base.compact.model_copy(update={"tool_successors": dict(sorted(successors.items()))})
     notes = dict(base.compact.tool_notes)
     if patch.note:
         notes[patch.tool] = patch.note

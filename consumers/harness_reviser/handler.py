@@ -28,7 +28,7 @@ from consumers.harness_reviser.rules import TEMPLATES, Cluster, Draft, Procedure
 from harness_service.config import HarnessConfig
 from harness_service.revisions import AddInstruction, InvalidPatch, Patch, SetToolNote, apply, patch_digest
 
-VERSION = "0.2.0"  # 0.2.0: window edits (tool notes, tool selection) from solution traces; patch_kinds
+VERSION = "0.3.0"  # 0.3.0: successor window edit; 0.2.0: window edits (tool notes, selection) from traces
 AUTO = "auto:"
 
 

@@ -20,6 +20,9 @@ With a compact harness profile (what a small model's window keeps), tool_routing
 invalid_output first try a **window edit** drawn from the failing tasks' traces (the tool calls of each task's
 reference solution, ``Cluster.procedures``), one incremental change at a time:
 
+- ``add_tool_successors``: a procedure prior. Counted over the failing tasks' solutions, the tools that followed
+  each call (and the first calls) become the tools the step after that call shows first; drafted when it shows
+  more of the solutions' calls at their own step than the base does (net of the ones it pushes out);
 - ``set_tool_selection``: the first tool a failing task's solution calls is not among the ``tool_top_k`` tools
   its first step shows (BM25 of the goal) but would be with one or two more: show that many;
 - ``set_tool_note``: the tool the failing tasks' solutions call most often, that has no note yet, gets the
@@ -35,16 +38,18 @@ retrieval); otherwise the template falls back to its instruction or yields to th
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bus_schemas.events import Budgets, FailureCategory, FailureDiagnosed, TaskSpecified
-from harness_service.config import HarnessConfig
+from harness_service.config import CompactContext, HarnessConfig
 from harness_service.revisions import (
     MAX_NOTE_CHARS,
+    MAX_SUCCESSORS,
     AddInstruction,
     AddSkill,
+    AddToolSuccessors,
     EditSkill,
     Patch,
     SetBudgets,
@@ -54,7 +59,7 @@ from harness_service.revisions import (
     skill_notes,
 )
 from harness_service.runner.budgets import effective_budgets
-from harness_service.tools.selection import select_tools
+from harness_service.tools.selection import select_tools, step_tools
 from producers.backends.base import ToolSpec
 
 ToolDocs = Callable[[str], ToolSpec | None]
@@ -98,6 +103,8 @@ class Draft:
 
 
 Template = Callable[[Cluster, HarnessConfig, ToolDocs], Draft | None]
+Failing = Sequence[tuple[TaskSpecified, tuple[str, ...]]]
+"""Each failing task once with its solution's tool calls (``failing_traces``)."""
 
 
 def _instruction(text: str, base: HarnessConfig, why: str) -> Draft | None:
@@ -181,16 +188,62 @@ def _right_tools(cluster: Cluster, app: str, docs: ToolDocs) -> list[str]:
     return sorted(sorted(votes), key=lambda name: -votes[name])[:SKILL_TOOLS]
 
 
-def _failing(cluster: Cluster) -> list[tuple[TaskSpecified, tuple[str, ...]]]:
+def failing_traces(cluster: Cluster) -> list[tuple[TaskSpecified, tuple[str, ...]]]:
     """Each failing task once (log order) with its solution's tool calls, when it has any."""
     seen = dict.fromkeys(d.task_id for d in cluster.diagnoses)
     return [(cluster.tasks[t], p) for t in seen if t in cluster.tasks and (p := cluster.procedures.get(t))]
 
 
-def _first_step_tools(task: TaskSpecified, docs: ToolDocs, top_k: int) -> list[str]:
-    """The tools a compact context's first step shows for ``task`` (nothing loaded or called yet)."""
+def _first_step_tools(task: TaskSpecified, docs: ToolDocs, compact: CompactContext, top_k: int) -> list[str]:
+    """The tools a compact context's first step shows for ``task`` (nothing loaded or called yet) with ``top_k``."""
     specs = [s for name in task.tools if (s := docs(name)) is not None]
-    return select_tools(task.goal, specs, top_k) if top_k else []
+    goal = select_tools(task.goal, specs, top_k) if top_k else []
+    return [t.name for t in step_tools(specs, (), (), goal, top_k, compact.tool_successors)]
+
+
+def successor_table(procedures: Sequence[Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    """Each call (``""``: the start) -> the tools that followed it in ``procedures``, most frequent first (ties by
+    name), at most ``MAX_SUCCESSORS``; a repeated call is not its own successor (the called tools are shown)."""
+    follows: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for calls in procedures:
+        for before, call in zip(("", *calls), calls, strict=False):
+            if before != call:
+                follows[before][call] += 1
+    return {
+        before: tuple(sorted(counts, key=lambda name: (-counts[name], name))[:MAX_SUCCESSORS])
+        for before, counts in sorted(follows.items())
+    }
+
+
+def _steps_shown(task: TaskSpecified, calls: Sequence[str], compact: CompactContext, docs: ToolDocs) -> int:
+    """How many of a solution's calls the compact context shows at the step that makes them (no skill loaded)."""
+    specs = [s for name in task.tools if (s := docs(name)) is not None]
+    k = compact.tool_top_k
+    goal = select_tools(task.goal, specs, k) if k else []
+    shown = 0
+    for i, call in enumerate(calls):
+        tools = step_tools(specs, (), calls[:i], goal, k, compact.tool_successors)
+        shown += any(t.name == call for t in tools)
+    return shown
+
+
+def successor_edit(failing: Failing, compact: CompactContext, docs: ToolDocs) -> Draft | None:
+    """``add_tool_successors`` from the failing solutions' call sequences, when it shows more of their calls."""
+    table = successor_table([p for _, p in failing])
+    changed = {before: after for before, after in table.items() if compact.tool_successors.get(before) != after}
+    if not changed:
+        return None
+    revised = compact.model_copy(update={"tool_successors": {**compact.tool_successors, **changed}})
+    calls = sum(len(p) for _, p in failing)
+    before = sum(_steps_shown(t, p, compact, docs) for t, p in failing)
+    after = sum(_steps_shown(t, p, revised, docs) for t, p in failing)
+    if after <= before:
+        return None
+    why = (
+        f"the failing tasks' solutions make {calls} calls; their steps show the tool they call for {before} of them, "
+        f"{after} when the tools that followed each call in those solutions are shown first"
+    )
+    return Draft(AddToolSuccessors(successors=changed), why)
 
 
 def _short(tool: str) -> str:
@@ -205,31 +258,50 @@ def _procedure_note(tool: str, procedures: Sequence[tuple[str, ...]]) -> str:
     return note if len(note) <= MAX_NOTE_CHARS else note[: MAX_NOTE_CHARS - 3].rstrip() + "..."
 
 
-def window_edit(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
-    """An incremental edit of what a compact context shows, from the failing tasks' traces; None without a compact
-    profile or traces, or when every edit it would make is already in the base."""
-    compact = base.compact
-    failing = _failing(cluster)
-    if compact is None or not failing:
-        return None
+def selection_edit(failing: Failing, compact: CompactContext, docs: ToolDocs) -> Draft | None:
+    """``set_tool_selection``: one or two more tools a step, when that shows a failing solution's first tool."""
     k = compact.tool_top_k
-    missed = [(t, p) for t, p in failing if p[0] not in _first_step_tools(t, docs, k)]
+    missed = [(t, p) for t, p in failing if p[0] not in _first_step_tools(t, docs, compact, k)]
     for more in range(k + 1, min(k + MAX_RAISE, MAX_SHOWN_TOOLS) + 1):
-        found = sum(p[0] in _first_step_tools(t, docs, more) for t, p in missed)
+        found = sum(p[0] in _first_step_tools(t, docs, compact, more) for t, p in missed)
         if found:
             why = (
                 f"the first tool of {found} of {len(failing)} failing tasks' solutions is not among the {k} tools "
                 f"their first step shows; {more} shows it"
             )
             return Draft(SetToolSelection(tool_top_k=more), why)
+    return None
+
+
+def note_edit(failing: Failing, compact: CompactContext, docs: ToolDocs) -> Draft | None:
+    """``set_tool_note``: the tool the failing solutions call most, without a note yet, gets its procedure."""
     votes = Counter(tool for _, p in failing for tool in set(p) if tool not in compact.tool_notes)
-    shown = {tool for t, _ in failing for tool in _first_step_tools(t, docs, k)}
+    shown = {tool for t, _ in failing for tool in _first_step_tools(t, docs, compact, compact.tool_top_k)}
     if not votes:
         return None
     # a note binds only where the tool is shown: tools the failing tasks' first steps list come first
     tool = min(votes, key=lambda name: (name not in shown, -votes[name], name))
     why = f"{votes[tool]} of {len(failing)} failing tasks' solutions call {tool}: its note now says where it fits"
     return Draft(SetToolNote(tool=tool, note=_procedure_note(tool, [p for _, p in failing])), why)
+
+
+WINDOW_EDITS = (successor_edit, selection_edit, note_edit)
+"""Tried in this order; the first that drafts a change wins (one incremental edit per revision)."""
+WINDOW_KINDS = ("add_tool_successors", "set_tool_selection", "set_tool_note")
+"""The patch kinds of ``WINDOW_EDITS``, in the same order."""
+
+
+def window_edit(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:
+    """An incremental edit of what a compact context shows, from the failing tasks' traces; None without a compact
+    profile or traces, or when every edit it would make is already in the base."""
+    compact = base.compact
+    failing = failing_traces(cluster)
+    if compact is None or not failing:
+        return None
+    for edit in WINDOW_EDITS:
+        if (draft := edit(failing, compact, docs)) is not None:
+            return draft
+    return None
 
 
 def invalid_output(cluster: Cluster, base: HarnessConfig, docs: ToolDocs) -> Draft | None:

@@ -259,7 +259,9 @@ class _Episode:
         inputs = replace(self.inputs, history=tuple(self.history), loaded_skills=tuple(self.loaded))
         compact = self.h.config.compact
         if compact is not None:
-            shown = step_tools(self.tools, self.loaded, self.called, self.goal_tools, compact.tool_top_k)
+            shown = step_tools(
+                self.tools, self.loaded, self.called, self.goal_tools, compact.tool_top_k, compact.tool_successors
+            )
             inputs = replace(inputs, tools=tuple(shown))
         context = self.builder.build(inputs)
         ref = self.h.blobs.put(encode_context(context.messages), CONTEXT_MEDIA_TYPE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 
 from harness_service.skills.skill import Skill
@@ -34,12 +34,18 @@ def select_tools(goal: str, tools: Sequence[ToolSpec], limit: int) -> list[str]:
 
 
 def step_tools(
-    tools: Sequence[ToolSpec], loaded: Sequence[Skill], called: Sequence[str], goal_matches: Sequence[str], limit: int
+    tools: Sequence[ToolSpec],
+    loaded: Sequence[Skill],
+    called: Sequence[str],
+    goal_matches: Sequence[str],
+    limit: int,
+    successors: Mapping[str, Sequence[str]] | None = None,
 ) -> list[ToolSpec]:
-    """The tools one step of a compact context shows, at most ``limit``: the loaded skills' tools first, then the
-    tools already called (newest first), then ``goal_matches`` (``select_tools`` of the goal). Deterministic."""
+    """The tools one step of a compact context shows, at most ``limit``: the tools that followed the last call in
+    solutions first (``successors`` of it, or of ``""`` before any call), then the loaded skills' tools, the tools
+    already called (newest first), then ``goal_matches`` (``select_tools`` of the goal). Deterministic."""
     by_name = {t.name: t for t in tools}
-    names: list[str] = []
+    names: list[str] = [n for n in (successors or {}).get(called[-1] if called else "", ()) if n in by_name]
     for skill in loaded:
         names += sorted(n for n in by_name if any(fnmatchcase(n, pattern) for pattern in skill.tools))
     names += [n for n in reversed(called) if n in by_name]

@@ -63,6 +63,7 @@ class LoopConfig(BaseModel):
         "set_memory_policy",
         "set_tool_note",
         "set_tool_selection",
+        "add_tool_successors",
     )
     """Harness change kinds published without a human review (the rest wait for ``flywheel review``). A published
     revision still reaches ``@production`` only through the dev evaluator's paired A/B against its parent."""

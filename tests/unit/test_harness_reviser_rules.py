@@ -16,8 +16,10 @@ from consumers.harness_reviser.writer import ModelWriter, clean
 from harness_service.config import CompactContext, HarnessConfig, MemoryPolicy
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.revisions import (
+    MAX_SUCCESSORS,
     AddInstruction,
     AddSkill,
+    AddToolSuccessors,
     EditSkill,
     SetBudgets,
     SetMemoryPolicy,
@@ -238,24 +240,52 @@ def test_a_window_edit_shows_more_tools_when_the_first_needed_tool_ranks_just_be
     pool = [t for t in train() if t.category == "tool_use"]
     first = {t.task_id: calls[0] for t in pool if (calls := sandbox_procedure(t))}
 
+    compact = COMPACT.compact
+    assert compact is not None
+
     def shows(task: TaskSpecified, top_k: int) -> bool:
-        return first[task.task_id] in rules._first_step_tools(task, sandbox_docs, top_k)
+        return first[task.task_id] in rules._first_step_tools(task, sandbox_docs, compact, top_k)
+
+    def edit(tasks: list[TaskSpecified]) -> rules.Draft | None:
+        return rules.selection_edit(rules.failing_traces(traced("invalid_output", tasks)), compact, sandbox_docs)
 
     near = [t for t in pool if t.task_id in first and not shows(t, 1) and shows(t, 1 + rules.MAX_RAISE)]
     far = [t for t in pool if t.task_id in first and not shows(t, 1 + rules.MAX_RAISE)]
     assert near and far, "some goals rank their solution's first tool just below the top, some far below"
-    draft = rules.window_edit(traced("invalid_output", far[:2] + near[:2]), COMPACT, sandbox_docs)
+    draft = edit(far[:2] + near[:2])
     assert draft is not None and isinstance(draft.patch, SetToolSelection)
     top_k = draft.patch.tool_top_k
     assert top_k is not None and 1 < top_k <= 1 + rules.MAX_RAISE
     assert any(shows(t, top_k) for t in near[:2])  # it binds: a failing task's first step now shows that tool
-    far_only = rules.window_edit(traced("invalid_output", far[:4]), COMPACT, sandbox_docs)
-    assert far_only is not None and isinstance(far_only.patch, SetToolNote)  # more tools would not reach them
+    assert edit(far[:4]) is None  # more tools would not reach them (the note edit comes next)
+
+
+def test_a_window_edit_first_shows_the_tools_that_followed_each_call_in_the_failing_solutions():
+    tasks = [t for t in train() if t.category == "memory"][:12]
+    failing = rules.failing_traces(traced("tool_routing", tasks))
+    assert COMPACT.compact is not None and len(failing) == len(tasks)
+    draft = rules.window_edit(traced("tool_routing", tasks), COMPACT, sandbox_docs)
+    assert draft is not None and isinstance(draft.patch, AddToolSuccessors)
+    table = rules.successor_table([p for _, p in failing])
+    assert draft.patch.successors == table and "" in table
+    for _, calls in failing:  # every call of a solution is among the successors of the call before it
+        for before, call in zip(("", *calls), calls, strict=False):
+            assert call == before or call in table[before] or len(table[before]) == MAX_SUCCESSORS
+    revised = apply(COMPACT, draft.patch)
+    assert revised.compact is not None
+    shown_before = sum(rules._steps_shown(t, p, COMPACT.compact, sandbox_docs) for t, p in failing)
+    shown_after = sum(rules._steps_shown(t, p, revised.compact, sandbox_docs) for t, p in failing)
+    assert shown_after > shown_before  # it binds: more solution steps show the tool they call
+    assert f"show the tool they call for {shown_before} " in draft.why and f"{shown_after} when" in draft.why
+    again = rules.window_edit(traced("tool_routing", tasks), revised, sandbox_docs)
+    assert again is None or not isinstance(again.patch, AddToolSuccessors)  # incremental: learned once
 
 
 def test_a_window_edit_notes_the_most_called_tool_with_its_procedure_once():
     tasks = tasks_of(["clock"], 4)
-    base = COMPACT.model_copy(update={"compact": CompactContext(tool_top_k=6)})  # every first tool is shown already
+    base = COMPACT.model_copy(update={"compact": CompactContext(tool_top_k=6)})  # every call is shown already
+    assert base.compact is not None
+    assert rules.successor_edit(rules.failing_traces(traced("tool_routing", tasks)), base.compact, sandbox_docs) is None
     draft = rules.window_edit(traced("tool_routing", tasks), base, sandbox_docs)
     assert draft is not None and isinstance(draft.patch, SetToolNote)
     tool, note = draft.patch.tool, draft.patch.note
@@ -280,7 +310,7 @@ def test_with_a_compact_profile_the_reviser_proposes_a_window_edit_for_invalid_o
         None,
         sandbox_procedure,
     )
-    assert isinstance(result, Proposal) and result.patch.kind in ("set_tool_selection", "set_tool_note")
+    assert isinstance(result, Proposal) and result.patch.kind in rules.WINDOW_KINDS
     assert result.revised.instructions == COMPACT.instructions  # the window changes, not the instructions
     assert isinstance(_choose(ds), Skip)  # without a compact profile invalid_output has no template
 

@@ -9,6 +9,7 @@ from harness_service.revisions import (
     CHANGE_KINDS,
     AddInstruction,
     AddSkill,
+    AddToolSuccessors,
     EditInstruction,
     EditSkill,
     InvalidPatch,
@@ -103,6 +104,7 @@ def test_patch_json_round_trips_canonically_for_every_kind():
         SetBudgets(max_steps=9),
         SetToolNote(tool="maps.route", note="step 1 of 2: route > book"),
         SetToolSelection(tool_top_k=4),
+        AddToolSuccessors(successors={"": ("maps.search_places",), "maps.search_places": ("rides.request_ride",)}),
     ]
     assert sorted(p.kind for p in patches) == sorted(CHANGE_KINDS)
     for patch in patches:
@@ -141,3 +143,24 @@ def test_tool_selection_sets_the_compact_fields_within_their_bounds():
         apply(COMPACT, SetToolSelection())
     with pytest.raises(InvalidPatch, match="changes nothing"):
         apply(COMPACT, SetToolSelection(tool_top_k=CompactContext().tool_top_k))
+
+
+def test_tool_successors_merge_into_the_compact_profile_by_entry():
+    first = apply(
+        COMPACT,
+        AddToolSuccessors(successors={"": ("maps.search_places",), "maps.search_places": ("rides.request_ride",)}),
+    )
+    assert first.compact is not None and first.compact.tool_successors["maps.search_places"] == ("rides.request_ride",)
+    again = apply(first, AddToolSuccessors(successors={"": ("contacts.search_contacts", "maps.search_places")}))
+    assert again.compact is not None and again.compact.tool_successors == {
+        "": ("contacts.search_contacts", "maps.search_places"),
+        "maps.search_places": ("rides.request_ride",),
+    }
+    assert again.digest() != first.digest() != COMPACT.digest()
+    with pytest.raises(InvalidPatch, match="changes nothing"):
+        apply(again, AddToolSuccessors(successors={"maps.search_places": ("rides.request_ride",)}))
+    with pytest.raises(InvalidPatch, match="needs a compact harness profile"):
+        apply(BASE, AddToolSuccessors(successors={"": ("maps.route",)}))
+    for bad in ({}, {"Maps": ["maps.route"]}, {"": []}, {"": ["a.b", "c.d", "e.f"]}, {"": ["route"]}):
+        with pytest.raises(InvalidPatch, match="invalid harness patch"):
+            parse_patch({"kind": "add_tool_successors", "successors": bad})

@@ -24,7 +24,7 @@ from bus_schemas.envelope import Producer
 from bus_schemas.events import DevSetEvaluated, FailureDiagnosed, TaskSpecified
 from bus_schemas.events.tasks import Split
 from consumers.dev_evaluator.handler import AB_DECIDER, PairedResult, compare_paired, revision_decided
-from consumers.harness_reviser.rules import Cluster, window_edit
+from consumers.harness_reviser.rules import WINDOW_KINDS, Cluster, window_edit
 from consumers.harness_reviser.spec import sandbox_docs, sandbox_procedure
 from harness_service.config import HarnessConfig
 from harness_service.revisions import SetToolNote, SetToolSelection, apply
@@ -181,7 +181,7 @@ def test_the_revisers_own_window_edit_is_decided_by_its_paired_result(checkpoint
     cluster = Cluster("invalid_output", diagnoses, {t.task_id: t for t in failing}, traces)
     base = checkpoint.config.harness
     draft = window_edit(cluster, base, sandbox_docs)
-    assert draft is not None and draft.patch.kind in ("set_tool_note", "set_tool_selection")
+    assert draft is not None and draft.patch.kind in WINDOW_KINDS
     revised = apply(base, draft.patch)
     assert revised.compact != base.compact and revised.instructions == base.instructions
     revision = evaluate(checkpoint, revised)

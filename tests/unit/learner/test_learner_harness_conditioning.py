@@ -10,11 +10,12 @@ import pytest
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
+from consumers.harness_reviser.spec import sandbox_procedure
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput
 from harness_service.policy.scripted import ScriptedPolicy
-from harness_service.revisions import AddInstruction, AddSkill, apply
+from harness_service.revisions import AddInstruction, AddSkill, AddToolSuccessors, apply
 from harness_service.runner.episode import Harness, RunIds
 from harness_service.skills.library import SkillLibrary
 from learner.config import LearnerConfig
@@ -127,6 +128,18 @@ def test_a_tool_description_edit_changes_the_conditioning_ids(tokenizer, tasks) 
     after = tokenizer.decode(conditioned(tokenizer, task, noted)[0])
     assert f"- {tool}(" in after and "look up first" in after
     assert conditioned(tokenizer, task, noted)[0] != conditioned(tokenizer, task, base)[0]
+
+
+def test_a_successor_edit_shows_the_next_tool_and_changes_the_conditioning_ids(tokenizer, tasks) -> None:
+    base, task = LearnerConfig().harness, tasks["tool_use"]
+    calls = sandbox_procedure(task)
+    assert calls is not None and len(calls) >= 2 and base.compact is not None
+    learned = apply(base, AddToolSuccessors(successors={"": (calls[0],), calls[0]: (calls[1],)}))
+    assert learned.digest() != base.digest()
+    before, after = conditioned(tokenizer, task, base), conditioned(tokenizer, task, learned)
+    tools = [tokenizer.decode(ids).split("# Tools\n", 1)[1].split("<|im_end|>", 1)[0] for ids in after]
+    assert tools[0].startswith(f"- {calls[0]}(") and tools[1].startswith(f"- {calls[1]}(")  # shown first
+    assert before[0] != after[0] or before[1] != after[1]
 
 
 def test_a_config_without_the_compact_profile_keeps_its_digest() -> None:
