@@ -64,7 +64,9 @@ def _label(harness: HarnessConfig) -> str:
 
 
 def window(config: LearnerConfig) -> PromptWindow:
-    return PromptWindow(config.max_prompt_tokens, config.max_new_tokens, config.goal_tokens, config.system_tokens)
+    return PromptWindow(
+        config.max_prompt_tokens, config.max_new_tokens, config.goal_tokens, config.system_tokens, config.copy_bias
+    )
 
 
 def train_tasks(config: LearnerConfig, run_id: str) -> list[TaskSpecified]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput, SampledTokens
+from learner.model.copy_bias import CopyBias
 from learner.model.window import END, PromptWindow
 
 __all__ = ["PlannerPolicy", "PromptWindow", "sample_key"]
@@ -48,6 +49,7 @@ class PlannerPolicy:
         self.inference_threads = inference_threads
         self.sampled = sampled
         self._generator = None if seed is None else torch.Generator().manual_seed(seed)
+        self._copy_bias = CopyBias(tokenizer, self.window.copy_bias) if self.window.copy_bias > 0 else None
 
     @classmethod
     def from_dir(cls, path: Path, *, name: str | None = None, **options: Any) -> PlannerPolicy:
@@ -82,7 +84,7 @@ class PlannerPolicy:
         torch.set_num_threads(self.inference_threads)
         try:
             with torch.no_grad():
-                generated, logprobs = self._decode(prompt, end)
+                generated, logprobs = self._decode(prompt, end, ids)
         finally:
             torch.set_num_threads(threads)
         new = generated[:-1] if generated and generated[-1] == end else generated
@@ -92,10 +94,12 @@ class PlannerPolicy:
         behaviour = SampledTokens(tuple(ids), tuple(generated), tuple(logprobs), self.temperature)
         return PolicyOutput(text=text, input_tokens=len(ids), output_tokens=len(new), sampled=behaviour)
 
-    def _decode(self, prompt: Any, end: int) -> tuple[list[int], list[float]]:
+    def _decode(self, prompt: Any, end: int, prompt_ids: list[int] | None = None) -> tuple[list[int], list[float]]:
         """Greedy or temperature sampling with a KV cache; stops after ``<|im_end|>`` (kept) or the token budget.
 
-        Also returns each sampled token's log-prob under the sampling distribution (softmax of logits /
+        With the window's ``copy_bias``, tokens that continue a passage of the prompt inside a tool call's string
+        argument get that logit bonus first (``learner.model.copy_bias``).
+        Also returns each sampled token's log-prob under the sampling distribution (softmax of the biased logits /
         temperature; plain softmax when greedy): the behaviour log-probs of RL's importance ratio."""
         import torch
 
@@ -103,10 +107,15 @@ class PlannerPolicy:
         logprobs: list[float] = []
         past = None
         inputs = prompt
+        copy = None
+        if self._copy_bias is not None:
+            copy = self._copy_bias.prompt(prompt_ids if prompt_ids is not None else prompt[0].tolist())
         for _ in range(self.window.max_new_tokens):
             result = self.network(input_ids=inputs, past_key_values=past, use_cache=True)
             past = result.past_key_values
             logits = result.logits[0, -1].float()
+            if copy is not None and (favoured := copy.favoured(self.tokenizer.decode(out, skip_special_tokens=True))):
+                logits[favoured] += copy.bias.bonus
             scaled = torch.log_softmax(logits / self.temperature if self.temperature > 0 else logits, dim=-1)
             if self.temperature > 0:
                 token = int(torch.multinomial(scaled.exp().cpu(), 1, generator=self._generator).item())

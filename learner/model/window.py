@@ -48,6 +48,9 @@ class PromptWindow:
     max_new_tokens: int = 64
     goal_tokens: int = 0
     system_tokens: int = 0
+    copy_bias: float = 0.0
+    """Decoding: the logit bonus of tokens that continue a passage of the prompt inside a tool call's string
+    argument (``learner.model.copy_bias``); 0 turns it off. Saved with the window, so every loader decodes alike."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.goal_tokens < self.max_prompt_tokens:
@@ -57,6 +60,8 @@ class PromptWindow:
             and (not self.goal_tokens or self.system_tokens + self.goal_tokens >= self.max_prompt_tokens)
         ):
             raise ValueError("system_tokens needs goal_tokens > 0 and system_tokens + goal_tokens < max_prompt_tokens")
+        if self.copy_bias < 0:
+            raise ValueError(f"copy_bias must be >= 0, got {self.copy_bias}")
 
     def save(self, checkpoint: Path) -> None:
         """Stored beside the weights, so any loader serves the model with the window it was trained with."""

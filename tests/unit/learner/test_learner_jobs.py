@@ -107,6 +107,7 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
             "goal_tokens": 10,
             "system_tokens": 20,
             "max_new_tokens": 64,
+            "copy_bias": 1.5,
         }
     )
     continued = run_sft(ports, other, run_id="run-cont", round=1, base_version=base.model_version, max_steps=3)
@@ -115,10 +116,12 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
     run = ports.registry.get_run(ref.run_id or "")
     assert run.params["max_steps"] == "3" and run.params["parent_version"] == base.model_version
     assert (
-        PromptWindow.load(continued.checkpoint) == PromptWindow.load(base.checkpoint) != PromptWindow(100, 64, 10, 20)
+        PromptWindow.load(continued.checkpoint)
+        == PromptWindow.load(base.checkpoint)
+        != PromptWindow(100, 64, 10, 20, 1.5)
     )
     (_, base_tokenizer), (_, tokenizer) = load_checkpoint(base.checkpoint), load_checkpoint(continued.checkpoint)
     assert tokenizer.get_vocab() == base_tokenizer.get_vocab() and len(tokenizer) != 700
     fresh = run_sft(ports, other, run_id="run-cont", round=2, time_budget_s=0.0)
     assert fresh.metrics["train_steps"] == 1.0  # the deadline stops after the first step
-    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20)
+    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20, 1.5)

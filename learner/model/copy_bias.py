@@ -1,0 +1,78 @@
+"""Copy bias: while the model writes a tool call's string argument, tokens that continue a passage of its own
+prompt get a logit bonus.
+
+The tiny planner chooses the right tool far more often than the right argument: it writes a value it memorised
+from the train pools ("22:05" for the goal's "20:35", a train contact's name for a new one). Arguments are
+mostly copied from what the harness showed it (the goal, a search result, a memory hit), so decoding favours
+continuing a passage of the prompt: inside a string value of ``"args"``, every token that extends the value
+written so far into a substring of the prompt text (starting at a word boundary), or closes it with ``"`` where
+such a passage ends at a word boundary, gets ``+bonus`` before the argmax or the sampling. It is a soft bias,
+not a constraint: a value the model composes (a message text) stays possible, and a large bonus is worse
+than a moderate one (measured: see ``LearnerConfig.copy_bias``). Only the prompt the model was shown is used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+_OPEN_VALUE = re.compile(r'":\s*"((?:[^"\\]|\\.)*)$')
+"""The generated text ends inside a JSON string value (after ``"key":"``); group 1 is the value so far."""
+
+
+class CopyBias:
+    """The token pieces of one tokenizer, indexed for ``prompt()``; build once per policy."""
+
+    def __init__(self, tokenizer: Any, bonus: float) -> None:
+        self.bonus = bonus
+        self.tokenizer = tokenizer
+        self._by_piece: defaultdict[str, list[int]] = defaultdict(list)
+        self._quoted: list[tuple[int, str]] = []
+        for token_id in range(len(tokenizer)):
+            piece = tokenizer.decode([token_id])
+            if piece:
+                self._by_piece[piece].append(token_id)
+                if '"' in piece:
+                    self._quoted.append((token_id, piece[: piece.index('"')]))
+        self._longest = max((len(p) for p in self._by_piece), default=1)
+
+    def prompt(self, prompt_ids: list[int]) -> PromptCopy:
+        """The bias for one prompt (what the window kept of it, as the model sees it)."""
+        return PromptCopy(self, self.tokenizer.decode(prompt_ids, skip_special_tokens=True))
+
+
+class PromptCopy:
+    def __init__(self, bias: CopyBias, text: str) -> None:
+        self.bias = bias
+        self.text = text
+        self._starts = [i for i, ch in enumerate(text) if ch.isalnum() and (i == 0 or not text[i - 1].isalnum())]
+
+    def favoured(self, generated: str) -> list[int]:
+        """Token ids that continue a prompt passage from where ``generated`` (the output so far) stands; none outside
+        a string value of a tool call's ``"args"``."""
+        if '"args"' not in generated:
+            return []
+        found = _OPEN_VALUE.search(generated)
+        return [] if found is None else self.continuing(found.group(1))
+
+    def continuing(self, value: str) -> list[int]:
+        """Token ids that extend ``value`` into a substring of the prompt starting at a word boundary, or close it."""
+        text, longest = self.text, self.bias._longest
+        starts = self._starts if not value else [i for i in self._starts if text.startswith(value, i)]
+        ends = [i + len(value) for i in starts]
+        if not ends:
+            return []
+        ids: set[int] = set()
+        for end in ends:
+            for size in range(1, min(longest, len(text) - end) + 1):
+                ids.update(self.bias._by_piece.get(text[end : end + size], ()))
+        if value:  # close the value with '"' (the piece's text before the quote must finish a passage at a boundary)
+            for token_id, head in self.bias._quoted:
+                if any(text.startswith(head, e) and _boundary(text, e + len(head)) for e in ends):
+                    ids.add(token_id)
+        return sorted(ids)
+
+
+def _boundary(text: str, index: int) -> bool:
+    return index >= len(text) or not text[index].isalnum()
