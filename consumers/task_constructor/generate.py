@@ -8,13 +8,16 @@ tasks. Worlds come from the requested split's own pools, so a train task never s
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator
 
 from bus_schemas.events import TaskGenerationRequested, TaskSource, TaskSpecified
 from consumers.task_constructor.recombine import combine, partners
 from producers.tasks.suite import make_task
-from producers.tasks.template import Template
+from producers.tasks.template import NoInstance, Template
 from producers.tasks.templates import TEMPLATES
+
+_log = logging.getLogger(__name__)
 
 GENERATOR = "task-constructor/0.1.0"
 
@@ -48,7 +51,11 @@ def candidates(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> 
     parent = seeds[0].task_id if seeds else None
     for k in range(10**6):
         template = templates[k % len(templates)]
-        task = make_task(template, request.run_id, seed, request.split, k)
+        try:
+            task = make_task(template, request.run_id, seed, request.split, k)
+        except NoInstance as exc:  # this world cannot hold that instance: the next k can
+            _log.info("task constructor: %s instance %d skipped: %s", template.id, k, exc)
+            continue
         source = TaskSource(
             kind="generated",
             template_id=template.id,
@@ -59,7 +66,10 @@ def candidates(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> 
         yield task.model_copy(update={"source": source, "task_id": f"gen/{task.task_id}"})
         others = partners(template)
         if k % 2 and others:
-            other = make_task(others[(k // 2) % len(others)], request.run_id, seed, request.split, k)
+            try:
+                other = make_task(others[(k // 2) % len(others)], request.run_id, seed, request.split, k)
+            except NoInstance:
+                continue
             mixed = combine(task, other)
             if mixed is not None:
                 yield mixed.model_copy(

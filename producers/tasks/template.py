@@ -31,6 +31,11 @@ Solver = Generator[Action, Any, None]
 Category = Literal["tool_use", "memory", "skills", "sub_agent"]
 
 
+class NoInstance(ValueError):
+    """A template cannot build an instance from this world (its rows lack what the goal needs, e.g. three
+    options with different values): the caller tries another instance instead of failing."""
+
+
 @dataclass(frozen=True)
 class Ctx:
     """What a builder may use: its own random stream and the (read-only) seeded world of the split."""

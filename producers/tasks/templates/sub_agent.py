@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bus_schemas.actions import Finish
 from producers.backends.sandbox.apps.maps.model import distance_km
-from producers.tasks.template import Ctx, Instance, Solver, Template, answer, call, equals, exists, only
+from producers.tasks.template import (
+    Ctx,
+    Instance,
+    NoInstance,
+    Solver,
+    Template,
+    answer,
+    call,
+    equals,
+    exists,
+    only,
+)
 from producers.tasks.templates.tool_use import WALLET_PATHS
 
 
 def _distinct(ctx: Ctx, rows: list[dict], key: str, n: int) -> list[dict]:
-    """n rows whose ``key`` values are pairwise different, so "the best" is unambiguous."""
+    """n rows whose ``key`` values are pairwise different, so "the best" is unambiguous; :class:`NoInstance` when the
+    rows hold fewer than n different values."""
     for _ in range(50):
         picked = ctx.rng.sample(rows, n)
         if len({r[key] for r in picked}) == n:
             return picked
-    raise ValueError(f"no {n} rows with distinct {key}")
+    first: dict[Any, dict] = {}  # 50 random draws missed (few distinct values): one row per value, n values at random
+    for row in rows:
+        first.setdefault(row[key], row)
+    if len(first) < n:
+        raise NoInstance(f"no {n} rows with distinct {key}")
+    return [first[value] for value in ctx.rng.sample(sorted(first), n)]
 
 
 def warmest_city(ctx: Ctx) -> Instance:

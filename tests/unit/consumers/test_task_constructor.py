@@ -71,3 +71,30 @@ def test_cross_app_recombinations_need_both_goals_and_pass_the_checks():
         plan = reference_solver(half)
         only_first = run_episode(backend, task, lambda _t, plan=plan: plan)
         assert not verify(task, only_first.evidence, only_first.answer).outcome  # the second goal is checked too
+
+
+def test_a_template_that_cannot_build_an_instance_in_a_world_is_skipped_not_fatal(monkeypatch):
+    import random
+
+    from consumers.task_constructor import generate
+    from producers.tasks.template import NoInstance
+    from producers.tasks.templates.sub_agent import _distinct
+
+    class _Ctx:
+        rng = random.Random(0)
+
+    rows = [{"v": 1}] * 40 + [{"v": 2}, {"v": 3}]  # 50 random draws of 3 rarely hold three values
+    assert sorted(r["v"] for r in _distinct(_Ctx(), rows, "v", 3)) == [1, 2, 3]  # type: ignore[arg-type]
+    with pytest.raises(NoInstance, match="no 3 rows with distinct v"):
+        _distinct(_Ctx(), [{"v": 1}, {"v": 2}, {"v": 2}], "v", 3)  # type: ignore[arg-type]
+
+    real = generate.make_task
+
+    def every_other_fails(template, run_id, seed, split, k):  # noqa: ANN001
+        if k % 2 == 0:
+            raise NoInstance("no 3 rows with distinct high_c")
+        return real(template, run_id, seed, split, k)
+
+    monkeypatch.setattr(generate, "make_task", every_other_fails)
+    made = construct(_request(request_id="run-test/round-1/sub_agent", capability="sub_agent", count=2), [], set(), P)
+    assert len(made) == 2 and all(t.category == "sub_agent" for t in made)
