@@ -194,11 +194,18 @@ def failing_traces(cluster: Cluster) -> list[tuple[TaskSpecified, tuple[str, ...
     return [(cluster.tasks[t], p) for t in seen if t in cluster.tasks and (p := cluster.procedures.get(t))]
 
 
-def _first_step_tools(task: TaskSpecified, docs: ToolDocs, compact: CompactContext, top_k: int) -> list[str]:
-    """The tools a compact context's first step shows for ``task`` (nothing loaded or called yet) with ``top_k``."""
+def _step_tools(
+    task: TaskSpecified, called: Sequence[str], compact: CompactContext, docs: ToolDocs, top_k: int
+) -> list[str]:
+    """The tools a compact context shows for ``task`` after ``called`` (no skill loaded) with ``top_k``."""
     specs = [s for name in task.tools if (s := docs(name)) is not None]
     goal = select_tools(task.goal, specs, top_k) if top_k else []
-    return [t.name for t in step_tools(specs, (), (), goal, top_k, compact.tool_successors)]
+    return [t.name for t in step_tools(specs, (), called, goal, top_k, compact.tool_successors)]
+
+
+def _first_step_tools(task: TaskSpecified, docs: ToolDocs, compact: CompactContext, top_k: int) -> list[str]:
+    """The tools a compact context's first step shows for ``task`` (nothing loaded or called yet) with ``top_k``."""
+    return _step_tools(task, (), compact, docs, top_k)
 
 
 def successor_table(procedures: Sequence[Sequence[str]]) -> dict[str, tuple[str, ...]]:
@@ -217,14 +224,8 @@ def successor_table(procedures: Sequence[Sequence[str]]) -> dict[str, tuple[str,
 
 def _steps_shown(task: TaskSpecified, calls: Sequence[str], compact: CompactContext, docs: ToolDocs) -> int:
     """How many of a solution's calls the compact context shows at the step that makes them (no skill loaded)."""
-    specs = [s for name in task.tools if (s := docs(name)) is not None]
     k = compact.tool_top_k
-    goal = select_tools(task.goal, specs, k) if k else []
-    shown = 0
-    for i, call in enumerate(calls):
-        tools = step_tools(specs, (), calls[:i], goal, k, compact.tool_successors)
-        shown += any(t.name == call for t in tools)
-    return shown
+    return sum(call in _step_tools(task, calls[:i], compact, docs, k) for i, call in enumerate(calls))
 
 
 def successor_edit(failing: Failing, compact: CompactContext, docs: ToolDocs) -> Draft | None:
