@@ -99,6 +99,7 @@ bench: install
 	$(BIN)/python bench/bus_throughput.py
 	$(BIN)/python bench/schemas.py
 	$(BIN)/python bench/learner_sft.py
+	$(BIN)/python bench/torch_threads.py
 
 clean:
 	rm -rf .flywheel runs

@@ -12,6 +12,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+# One torch thread per process (pytest workers and every process they spawn inherit it): the suite runs several
+# model processes at once, and two processes training with a thread per core each did half the work of one
+# (bench/torch_threads.py: 0.58x the SFT steps/s of one process alone; decoding 7x slower), where one thread
+# each did 1.10x. Set before anything imports torch, which reads it once.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,6 @@ test_learner_rl_bus.py.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,8 +38,8 @@ from learner.model.window import turn_corpus
 from learner.sft import SftSettings, train_sft
 from learner.tasks import template_tasks
 
-# One SFT run, ~3 min on 2 idle cores, 8+ on busy ones: every test of this file is e2e, so make test-fast (-m unit)
-# stays quick; make test runs them.
+# One SFT run, ~3 min with pytest's one torch thread (tests/conftest.py): every test of this file is e2e, so
+# make test-fast (-m unit) stays quick; make test runs them.
 pytestmark = pytest.mark.timeout(1800)
 TEMPLATES = {"tu.set_alarm", "tu.reminder_due"}
 SFT = SftSettings(max_steps=300, batch_size=16, learning_rate=3e-3, logging_steps=100)
@@ -70,9 +69,6 @@ class Evaluation:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
-    import torch
-
-    torch.set_num_threads(os.cpu_count() or 1)
     root: Path = tmp_path_factory.mktemp("channel")
     ports = Ports(
         open_bus(f"sqlite:///{root}/bus.db?session_timeout_s=1.5"),
