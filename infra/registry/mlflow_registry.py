@@ -98,12 +98,21 @@ class MlflowRegistry:
     def _experiment_id(self, name: str) -> str:
         if name not in self._experiments:
             found = self._client.get_experiment_by_name(name)
-            if found is not None:
-                self._experiments[name] = found.experiment_id
-            else:
-                location = (self.artifact_root / name).resolve().as_uri() if self.artifact_root else None
-                self._experiments[name] = self._client.create_experiment(name, artifact_location=location)
+            self._experiments[name] = found.experiment_id if found is not None else self._create_experiment(name)
         return self._experiments[name]
+
+    def _create_experiment(self, name: str) -> str:
+        """Creates experiment ``name``, or finds the one another run created since we looked: its id."""
+        from mlflow.exceptions import MlflowException
+
+        location = (self.artifact_root / name).resolve().as_uri() if self.artifact_root else None
+        try:
+            return str(self._client.create_experiment(name, artifact_location=location))
+        except MlflowException as exc:
+            found = self._client.get_experiment_by_name(name) if exc.error_code == "RESOURCE_ALREADY_EXISTS" else None
+            if found is None:
+                raise
+            return str(found.experiment_id)
 
     def start_run(
         self,
@@ -270,10 +279,11 @@ class MlflowRegistry:
     ) -> VersionRef:
         from mlflow.exceptions import MlflowException
 
-        try:
-            self._client.get_registered_model(name)
-        except MlflowException:
+        try:  # create, not look up then create: another run may create the model between the two calls
             self._client.create_registered_model(name)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
         run = self._client.get_run(run_id)
         source = f"{run.info.artifact_uri.rstrip('/')}/{artifact_path}"
         mv = self._client.create_model_version(name, source, run_id=run_id, tags=_masked(tags or {}))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
+from infra.bootstrap import open_registry
 from infra.registry.port import DatasetInfo, VersionNotFound
 
 pytestmark = pytest.mark.contract
@@ -45,6 +49,25 @@ def test_versions_aliases_and_tags_round_trip(registry, unique):
     registry.set_alias(name, "production", "2")
     assert registry.resolve(f"{name}@production").aliases == ("candidate", "production")
     assert [v.version for v in registry.versions(name)] == ["1", "2"]
+
+
+def test_runs_that_register_a_new_model_at_once_each_get_a_version(registry, unique):
+    """Runs sharing one registry (parallel loops, the test suite's workers) that create the same experiment and
+    register the first versions of the same model at the same moment: none fails because another created the
+    model or the experiment between its lookup and its create (MLflow's RESOURCE_ALREADY_EXISTS)."""
+    clients = [registry, *(open_registry(registry.url) for _ in range(3))]
+    start = threading.Barrier(len(clients))
+
+    def register(client):  # noqa: ANN001, ANN202
+        start.wait()
+        run_id = client.start_run(f"contract-race-{unique}")
+        client.end_run(run_id)
+        return client.register_version(f"planner-{unique}", run_id, "model")
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        versions = list(pool.map(register, clients))
+    assert sorted(int(v.version) for v in versions) == [1, 2, 3, 4]
+    assert len({registry.get_run(v.run_id).experiment for v in versions}) == 1
 
 
 def test_unknown_alias_raises_version_not_found(registry, unique):
