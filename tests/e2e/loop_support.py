@@ -104,10 +104,11 @@ def stack_urls(stack: StackSettings) -> dict[str, str]:
 
 
 def run_spawned_on_real_stack(
-    stack: StackSettings, run_id: str, loop: LoopConfig, tmp_path: Path
+    stack: StackSettings, run_id: str, loop: LoopConfig, tmp_path: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``flywheel run --spawn-consumers`` (every consumer its own process) of ``loop`` on the real stack, its reports
-    under ``tmp_path/runs/<run_id>``; fails with the tails of the run's logs unless the run exits 0."""
+    under ``tmp_path/runs/<run_id>``, with ``env`` added to this process's environment; fails with the tails of the
+    run's logs unless the run exits 0."""
     config = tmp_path / "loop.json"
     config.write_text(loop.model_dump_json())
     proc = subprocess.run(
@@ -123,7 +124,7 @@ def run_spawned_on_real_stack(
             *(f"--{k}={v}" for k, v in stack_urls(stack).items()),
         ],
         cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
         capture_output=True,
         text=True,
         timeout=1100,
