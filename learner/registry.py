@@ -5,6 +5,7 @@ curve and its training set as a dataset input), a tagged model version, ``@candi
 from __future__ import annotations
 
 import io
+import logging
 import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ CANDIDATE, PRODUCTION = "candidate", "production"
 ARTIFACT_PATH = "checkpoint"  # where producers/rollout expects a version's files
 SERVABLE_PATH = "model"  # the same checkpoint as an MLflow pyfunc: the registered version's source, servable
 EVENTS_FILE = "events.json"  # the events a registration publishes, kept with its run for a redelivered request
+log = logging.getLogger("flywheel.registry")
+REGISTRATION_EVENTS = frozenset({"TrainingRunStarted", "TrainingRunCompleted", "ModelVersionRegistered"})
+"""What :func:`register_checkpoint` returns, beside the companions the caller publishes with them."""
 REQUEST_TAG = "training_request"  # the event id of the TrainingRequested a version answers
 
 
@@ -135,8 +139,46 @@ def register_checkpoint(
     registry.log_dict(mlflow_run, {"events": [_event_json(e) for e in (*companions, *events)]}, EVENTS_FILE)
     registry.end_run(mlflow_run)
     version = registry.register_version(lineage.model_name, mlflow_run, SERVABLE_PATH, tags=tags)
+    if request_id:
+        settled = _first_registered(registry, lineage.model_name, request_id, version)
+        if settled is not None:
+            return settled
     registry.set_alias(lineage.model_name, CANDIDATE, version.version)
     return version, _with_version(events, version)
+
+
+def _first_registered(
+    registry: Registry, model_name: str, request_id: str, ours: VersionRef
+) -> tuple[VersionRef, list[Event]] | None:
+    """When two trainers answered the same request (a zombie that resumed after the group gave its partition to
+    another, or two replicas that both looked the request up before either registered), the version registered
+    first answers it and every later one is deleted by the trainer that registered it. Each trainer checks after
+    its own registration, so the first one sees no earlier version and keeps its own, and every later one sees
+    the first. None when ``ours`` is the first; else the first version and its stored events."""
+    tagged = [v for v in registry.versions(model_name) if v.tags.get(REQUEST_TAG) == request_id]
+    first = min(tagged, key=lambda v: int(v.version), default=ours)
+    if first.version == ours.version:
+        return None
+    log.warning(
+        "%s/%s answers training request %s, registered before ours (%s), which is deleted: two trainers "
+        "worked on one request",
+        model_name,
+        first.version,
+        request_id,
+        ours.version,
+    )
+    registry.delete_version(model_name, ours.version)
+    stored = _stored_events(registry, model_name, first)
+    return first, [e for e in stored if e.event_type in REGISTRATION_EVENTS]  # the caller adds its companions
+
+
+def _stored_events(registry: Registry, model_name: str, version: VersionRef) -> list[Event]:
+    """The events kept with ``version``'s run (``EVENTS_FILE``), with its number filled in; sets ``@candidate``."""
+    from bus_schemas.codec import decode
+
+    stored = registry.load_dict(version.run_id or "", EVENTS_FILE)["events"]
+    registry.set_alias(model_name, CANDIDATE, version.version)
+    return _with_version([decode(orjson.dumps(e)) for e in stored], version)
 
 
 def registered_for_request(registry: Registry, model_name: str, request_id: str) -> list[Event] | None:
@@ -145,14 +187,11 @@ def registered_for_request(registry: Registry, model_name: str, request_id: str)
     A trainer that crashed after registering and before its commit gets the request again; it answers with
     the same events (same ids) instead of registering a second version.
     """
-    found = next((v for v in registry.versions(model_name) if v.tags.get(REQUEST_TAG) == request_id), None)
+    tagged = [v for v in registry.versions(model_name) if v.tags.get(REQUEST_TAG) == request_id]
+    found = min(tagged, key=lambda v: int(v.version), default=None)  # the first answers (_first_registered)
     if found is None or found.run_id is None:
         return None
-    from bus_schemas.codec import decode
-
-    stored = registry.load_dict(found.run_id, EVENTS_FILE)["events"]
-    registry.set_alias(model_name, CANDIDATE, found.version)  # the crash may have come before the alias
-    return _with_version([decode(orjson.dumps(e)) for e in stored], found)
+    return _stored_events(registry, model_name, found)  # the crash may have come before the alias
 
 
 def _event_json(event: Event) -> dict[str, Any]:

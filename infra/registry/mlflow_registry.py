@@ -167,6 +167,7 @@ class MlflowRegistry:
 
     def log_dataset(self, run_id: str, dataset: DatasetInfo, context: str = "training") -> None:
         from mlflow.entities import DatasetInput, InputTag
+        from mlflow.exceptions import MlflowException
         from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
         from infra.registry.datasets import entity, mlflow_dataset
@@ -180,9 +181,15 @@ class MlflowRegistry:
         with warnings.catch_warnings():  # the schema's integer-column hint is for model signatures, not data
             warnings.simplefilter("ignore", UserWarning)
             logged = entity(dataset, mlflow_dataset(dataset, file_uri, artifact_path))
-        self._client.log_inputs(
-            run_id, datasets=[DatasetInput(logged, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])]
-        )
+        inputs = [DatasetInput(logged, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])]
+        try:
+            self._client.log_inputs(run_id, datasets=inputs)
+        except MlflowException as exc:
+            # Two runs logging the same dataset (experiment, name, digest) at once both insert its row: the store's
+            # unique constraint refuses the second, which a second try finds and links to this run.
+            if "UNIQUE constraint failed" not in str(exc) and "duplicate key" not in str(exc):
+                raise
+            self._client.log_inputs(run_id, datasets=inputs)
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
@@ -296,6 +303,15 @@ class MlflowRegistry:
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
         with _version_errors(f"{name}/{version}", self.url):
             self._client.set_model_version_tag(name, str(version), key, mask_credentials(str(value)))
+
+    def delete_version(self, name: str, version: str) -> None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self._client.delete_model_version(name, str(version))
+        except MlflowException as exc:  # a retry after a call that did reach the server finds it gone
+            if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
 
     def resolve(self, ref: str) -> VersionRef:
         from mlflow.exceptions import MlflowException

@@ -133,6 +133,10 @@ class Registry(Protocol):
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None: ...
 
+    def delete_version(self, name: str, version: str) -> None:
+        """Remove ``name/version`` (its run stays); a version already gone is not an error."""
+        ...
+
     def resolve(self, ref: str) -> VersionRef:
         """``name@alias``, ``name/version`` or the same behind ``models:/``."""
         ...

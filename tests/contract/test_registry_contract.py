@@ -51,6 +51,20 @@ def test_versions_aliases_and_tags_round_trip(registry, unique):
     assert [v.version for v in registry.versions(name)] == ["1", "2"]
 
 
+def test_a_deleted_version_is_gone_and_deleting_it_again_is_no_error(registry, unique):
+    name = f"planner-{unique}"
+    for _ in range(2):
+        run_id = registry.start_run(f"contract-{unique}")
+        registry.end_run(run_id)
+        registry.register_version(name, run_id, "model")
+    registry.delete_version(name, "2")
+    assert [v.version for v in registry.versions(name)] == ["1"]
+    with pytest.raises(VersionNotFound):
+        registry.resolve(f"{name}/2")
+    registry.delete_version(name, "2")  # a retried call whose first try reached the server
+    assert [v.version for v in registry.versions(name)] == ["1"]
+
+
 def test_runs_that_register_a_new_model_at_once_each_get_a_version(registry, unique):
     """Runs sharing one registry (parallel loops, the test suite's workers) that create the same experiment and
     register the first versions of the same model at the same moment: none fails because another created the
@@ -116,6 +130,23 @@ def test_a_dataset_is_a_run_input_with_its_source(registry, unique):
     (found,) = registry.datasets(run_id)
     assert found.name == "planner-train" and digest.removeprefix("sha256:").startswith(found.digest)
     assert found.source == source and found.profile == {"n": 3} and found.source_type == "flywheel-event-log"
+
+
+def test_runs_that_log_the_same_dataset_at_once_each_have_it_as_an_input(registry, unique):
+    """Two trainers on the same training set (a zombie and the new owner of its request): the store's row for the
+    dataset is created by one of them, and neither fails."""
+    clients = [registry, *(open_registry(registry.url) for _ in range(3))]
+    runs = [registry.start_run(f"contract-{unique}") for _ in clients]
+    start = threading.Barrier(len(clients))
+    info = DatasetInfo(name="planner-train", digest="sha256:" + "ab" * 32, source={"manifest_blob": "x"})
+
+    def log(k: int) -> None:
+        start.wait(timeout=60)
+        clients[k].log_dataset(runs[k], info)
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        list(pool.map(log, range(len(clients))))
+    assert all([d.name for d in registry.datasets(run)] == ["planner-train"] for run in runs)
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,10 +18,12 @@ from learner.model import PlannerPolicy, build_tiny_model, save_checkpoint, trai
 from learner.registry import (
     CANDIDATE,
     PRODUCTION,
+    REQUEST_TAG,
     Lineage,
     ProductionPolicy,
     promote_if_better,
     register_checkpoint,
+    registered_for_request,
 )
 
 pytestmark = pytest.mark.integration
@@ -111,3 +115,52 @@ def test_versions_carry_full_lineage_and_promotion_moves_production(servers, tmp
     assert promote_if_better(registry, evaluated(name, second.version, 0.75))
     assert served.refresh() and served.version == second.version  # the rollout worker hot-reloads
     assert registry.resolve(f"{name}/{second.version}").tags["dev_overall"] == f"{0.375:.6f}"
+
+
+class _RegistersAtOnce:
+    """A registry client whose ``register_version`` returns only when every such client has registered: two
+    trainers that answered one request both register before either looks for the other's version."""
+
+    def __init__(self, inner, barrier: threading.Barrier) -> None:  # noqa: ANN001
+        self.inner, self.barrier = inner, barrier
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self.inner, name)
+
+    def register_version(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        version = self.inner.register_version(*args, **kwargs)
+        self.barrier.wait(timeout=60)
+        return version
+
+
+@pytest.mark.parametrize("store", ["mlflow-server", "sqlite"])
+def test_two_trainers_that_answer_one_request_leave_one_version_and_publish_its_events(
+    store, real_stack, servers, tmp_path: Path
+) -> None:
+    registry, blobs = servers
+    if store == "sqlite":
+        registry, blobs = open_registry(f"sqlite:///{tmp_path}/mlflow.db"), open_blob_store(f"file://{tmp_path}/b")
+    name = f"planner-{uuid.uuid4().hex[:8]}"
+    request = f"request-{uuid.uuid4().hex[:8]}"
+    barrier = threading.Barrier(2)
+    clients = [_RegistersAtOnce(open_registry(registry.url), barrier) for _ in range(2)]
+
+    def train_and_register(k: int):  # noqa: ANN202
+        path = checkpoint(tmp_path / f"trainer-{k}", k)  # each trainer's own weights
+        return register_checkpoint(
+            clients[k], blobs, path, lineage(name, blobs, None), run_id="run-x", request_id=request
+        )
+
+    with ThreadPoolExecutor(2) as pool:
+        (first, first_events), (second, second_events) = pool.map(train_and_register, range(2))
+
+    [kept] = [v for v in registry.versions(name) if v.tags.get(REQUEST_TAG) == request]
+    assert [v.version for v in registry.versions(name)] == [kept.version] == ["1"]  # version 2 was deleted
+    assert first.version == second.version == kept.version
+    assert first_events == second_events  # the same ids: the bus keeps one copy whichever commit lands
+    assert (
+        first_events[-1].model_version == kept.version
+        and first_events[-1].checkpoint.sha256 == (kept.tags["checkpoint_sha256"])
+    )
+    assert registry.resolve(f"{name}@{CANDIDATE}").version == kept.version
+    assert registered_for_request(registry, name, request) == first_events  # and so does a redelivery
