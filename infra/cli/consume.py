@@ -60,9 +60,16 @@ def build_worker(name: str, settings: Settings, ports: Ports, state_dir: Path, i
     spec = build(name)
     if settings.bus.startswith("kafka://"):
         return FastStreamConsumer(
-            spec, ports, KafkaTarget.from_url(settings.bus), state_dir=state_dir, idle_exit_s=idle_exit_s
+            spec,
+            ports,
+            KafkaTarget.from_url(settings.bus),
+            state_dir=state_dir,
+            idle_exit_s=idle_exit_s,
+            outage_retry_s=settings.outage_retry_s,
         )
-    return _RunnerWorker(ConsumerRunner(spec, ports, state_dir=state_dir), idle_exit_s)
+    return _RunnerWorker(
+        ConsumerRunner(spec, ports, state_dir=state_dir, outage_retry_s=settings.outage_retry_s), idle_exit_s
+    )
 
 
 class Worker(Protocol):

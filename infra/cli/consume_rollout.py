@@ -83,7 +83,13 @@ def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) ->
     resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints")
     pool = _pool(options, ports, resolver)
     worker = RolloutWorker(
-        ports, pool, name=name, state_dir=options.state_dir, resolver=resolver, stale_after_s=options.stale_after_s
+        ports,
+        pool,
+        name=name,
+        state_dir=options.state_dir,
+        resolver=resolver,
+        stale_after_s=options.stale_after_s,
+        outage_retry_s=settings.outage_retry_s,
     )
     try:
         stats = worker.run(stop, idle_exit_s=options.idle_exit_s)

@@ -13,30 +13,10 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from infra.registry.port import Registry, RegistryUnavailable
+from infra.outages import is_outage
+from infra.registry.port import Registry
 
 log = logging.getLogger("flywheel.registry")
-
-_OUTAGE_MARKERS = (
-    "Connection refused",
-    "Max retries exceeded",
-    "Failed to establish a new connection",
-    "Connection aborted",
-    "RemoteDisconnected",
-    "Read timed out",
-)
-
-
-def is_outage(exc: BaseException) -> bool:
-    """True when ``exc`` (or its cause chain) says the server could not be reached."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, (RegistryUnavailable, ConnectionError, TimeoutError)):
-            return True
-        if any(marker in str(seen) for marker in _OUTAGE_MARKERS):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 class RetryingRegistry:

@@ -1,4 +1,5 @@
-"""The per-batch work every consumer loop shares: decode, dedupe, handle with bounded retries, dead-letter.
+"""The per-batch work every consumer loop shares: decode, dedupe, handle with bounded retries, dead-letter; wait
+out an outage of a server the handler needs (the event is not at fault) instead of dead-lettering.
 
 The loop around it (ConsumerRunner on the port, the FastStream app on Kafka) only fetches records and
 makes the returned outputs durable together with the offset commit, then calls :meth:`done`.
@@ -14,6 +15,7 @@ from pathlib import Path
 from bus_schemas.envelope import Event, Producer
 from infra.bus.records import OutgoingRecord, Record
 from infra.events import from_record, header, to_record
+from infra.outages import OutageWait, is_outage
 from infra.runtime.dead_letter import dead_letter
 from infra.runtime.dedupe import ProcessedStore
 from infra.runtime.spec import ConsumerSpec
@@ -50,11 +52,13 @@ class BatchHandler:
         state_dir: Path,
         max_attempts: int = 3,
         retry_backoff_s: float = 0.05,
+        outage_retry_s: float = 120.0,
     ) -> None:
         self.spec = spec
         self.ports = ports
         self.max_attempts = max_attempts
         self.retry_backoff_s = retry_backoff_s
+        self.outage_retry_s = outage_retry_s
         self.producer = Producer(service=spec.name, version=spec.version)
         self.processed = ProcessedStore(state_dir / f"{spec.group}.processed.db")
         self.stats = RunStats()
@@ -102,10 +106,20 @@ class BatchHandler:
         return self.spec.wants(header(record, "event_type"))
 
     def _handle(self, record: Record, event: Event) -> list[OutgoingRecord]:
-        for attempt in range(1, self.max_attempts + 1):
+        """Handle ``event``; retry a failure ``max_attempts`` times, then dead-letter it. A server the handler needs
+        being unreachable is not the event's fault: it is waited out (``outage_retry_s``), not dead-lettered, and
+        past that the error propagates: the consumer stops with the batch uncommitted, and the next member to run
+        it gets the event again."""
+        attempt = 0
+        outage = OutageWait(self.outage_retry_s)
+        while True:
             try:
                 produced = [to_record(e) for e in self.spec.handle(event, self.ports)]
             except Exception as exc:  # noqa: BLE001 - any handler failure is retried, then dead-lettered
+                if is_outage(exc):
+                    outage.pause(exc, f"{self.spec.name}: {event.event_type} {event.event_id}")
+                    continue
+                attempt += 1
                 log.warning(
                     "%s: %s %s failed (attempt %d/%d): %r",
                     self.spec.name,
@@ -115,13 +129,12 @@ class BatchHandler:
                     self.max_attempts,
                     exc,
                 )
-                if attempt == self.max_attempts:
+                if attempt >= self.max_attempts:
                     return [self._dead_letter(record, exc, attempts=attempt)]
                 time.sleep(self.retry_backoff_s * attempt)
             else:
                 self.stats.handled += 1
                 return produced
-        raise AssertionError("unreachable")
 
     def _dead_letter(self, record: Record, error: BaseException, *, attempts: int) -> OutgoingRecord:
         self.stats.dead_lettered += 1

@@ -87,6 +87,7 @@ class FastStreamConsumer:
         batch_size: int = 200,
         max_attempts: int = 3,
         retry_backoff_s: float = 0.05,
+        outage_retry_s: float = 120.0,
         idle_exit_s: float | None = None,
     ) -> None:
         self.spec = spec
@@ -95,7 +96,12 @@ class FastStreamConsumer:
         self.idle_exit_s = idle_exit_s
         self.group = target.prefix + spec.group
         self.batches = BatchHandler(
-            spec, ports, state_dir=state_dir, max_attempts=max_attempts, retry_backoff_s=retry_backoff_s
+            spec,
+            ports,
+            state_dir=state_dir,
+            max_attempts=max_attempts,
+            retry_backoff_s=retry_backoff_s,
+            outage_retry_s=outage_retry_s,
         )
         self.markers_dirty = True
         self._in_flight = False

@@ -27,13 +27,19 @@ class ConsumerRunner:
         state_dir: Path = Path(".flywheel/state"),
         max_attempts: int = 3,
         retry_backoff_s: float = 0.05,
+        outage_retry_s: float = 120.0,
         batch_size: int = 200,
     ) -> None:
         self.spec = spec
         self.ports = ports
         self.batch_size = batch_size
         self.batches = BatchHandler(
-            spec, ports, state_dir=state_dir, max_attempts=max_attempts, retry_backoff_s=retry_backoff_s
+            spec,
+            ports,
+            state_dir=state_dir,
+            max_attempts=max_attempts,
+            retry_backoff_s=retry_backoff_s,
+            outage_retry_s=outage_retry_s,
         )
         self._consumer: GroupConsumer | None = None
 

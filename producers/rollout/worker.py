@@ -36,6 +36,7 @@ from infra.bootstrap import Ports
 from infra.bus.errors import BusWriteError
 from infra.bus.records import Record, TopicPartition
 from infra.events import from_record, publish, to_record
+from infra.outages import OutageWait, is_outage
 from infra.runtime.dead_letter import dead_letter
 from producers.pool.pool import EnvironmentPool
 from producers.pool.snapshot import write_snapshot
@@ -80,8 +81,10 @@ class RolloutWorker:
         flush_interval_s: float = 0.2,
         claim_grace_s: float = 3.0,
         settle_s: float = 15.0,
+        outage_retry_s: float = 120.0,
     ) -> None:
         self.ports = ports
+        self.outage_retry_s = outage_retry_s
         self.pool = pool
         self.name = name
         self.state_dir = state_dir
@@ -143,10 +146,20 @@ class RolloutWorker:
             return self._dead_letter(record, exc)
         if isinstance(request, RolloutRequested):
             self.stats.requests += 1
-            try:
-                self._run_request(request, may_be_redelivered)
-            except (LookupError, ValueError) as exc:  # unknown task / version: nothing ran, nothing will
-                return self._dead_letter(record, exc)
+            outage = OutageWait(self.outage_retry_s)
+            while True:
+                try:
+                    self._run_request(request, may_be_redelivered)
+                    break
+                except (LookupError, ValueError) as exc:  # unknown task / version: nothing ran, nothing will
+                    return self._dead_letter(record, exc)
+                except Exception as exc:
+                    if not is_outage(exc):
+                        raise
+                    # The broker, the S3 store or MLflow went away mid-request: once it is back, run the request
+                    # again as a redelivery (the log says which members ended; a half-written attempt is closed).
+                    outage.pause(exc, f"{self.name}: request {request.episode_id}")
+                    may_be_redelivered = True
         self._commit(record)
 
     def _commit(self, record: Record) -> None:

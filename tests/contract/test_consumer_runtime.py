@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from aiokafka.errors import KafkaConnectionError as AioKafkaConnectionError
+from kafka.errors import KafkaConnectionError as KafkaPythonConnectionError
 
 from bus_schemas.envelope import Producer, correlate, new_event_id
 from bus_schemas.errors import SchemaError
 from bus_schemas.events import DeadLettered, TaskRetired, TaskSpecified
 from bus_schemas.examples import build_examples
+from infra.blobs.errors import BlobStoreUnavailable
 from infra.blobs.filesystem import FileBlobStore
 from infra.bootstrap import Ports
-from infra.bus.errors import BusError
+from infra.bus.errors import BusError, BusWriteError
 from infra.bus.records import OutgoingRecord
 from infra.events import ensure_topics, from_record, publish_all
+from infra.outages import is_outage
 from infra.runtime import ConsumerRunner, ConsumerSpec
 
 pytestmark = pytest.mark.contract
@@ -121,3 +125,68 @@ def test_a_failed_step_publishes_nothing_and_commits_nothing(ports, unique):
         consumer.close()
     assert list(ports.bus.replay("verdicts")) == []
     assert sum(lag.lag for lag in ports.bus.lag(f"atomic-{unique}", ["tasks"])) == 2
+
+
+class _Outage:
+    """A handler whose server (here the blob store) is unreachable for its first ``failures`` calls."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        self.failures, self.error, self.calls = failures, error, 0
+
+    def __call__(self, event, ports):  # noqa: ANN001, ANN204
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return retire(event, ports)
+
+
+def test_an_outage_of_a_server_the_handler_needs_is_waited_out_not_dead_lettered(ports, tmp_path, unique):
+    """More failed tries than max_attempts, all outages: the event waits for the server and is handled once."""
+    (task,) = _tasks(1, unique)
+    publish_all(ports.bus, [task])
+    handler = _Outage(5, BlobStoreUnavailable("the S3 store at http://127.0.0.1:1 is unreachable"))
+    runner = ConsumerRunner(
+        ConsumerSpec("retirer", ("tasks",), handler, frozenset({"TaskSpecified"})),
+        ports,
+        state_dir=tmp_path / "state",
+        max_attempts=3,
+        outage_retry_s=60.0,
+    )
+    runner.run(idle_exit_s=3.0)
+    runner.close()
+    assert handler.calls == 6 and runner.stats.handled == 1 and runner.stats.dead_lettered == 0
+    assert [e.causation_id for e in _events(ports.bus) if isinstance(e, TaskRetired)] == [task.event_id]
+    assert not _events(ports.bus, "dead-letters")
+
+
+def test_an_outage_longer_than_the_wait_stops_the_consumer_with_the_event_uncommitted(ports, tmp_path, unique):
+    """The consumer stops with the server's error; the event is neither dead-lettered nor committed, so the next
+    member of the group handles it."""
+    (task,) = _tasks(1, unique)
+    publish_all(ports.bus, [task])
+    down = _Outage(10**6, ConnectionError("[Errno 111] Connection refused"))
+    runner = ConsumerRunner(
+        ConsumerSpec("retirer", ("tasks",), down, frozenset({"TaskSpecified"})),
+        ports,
+        state_dir=tmp_path / "state",
+        outage_retry_s=1.0,
+    )
+    with pytest.raises(ConnectionError):
+        runner.run(idle_exit_s=3.0)
+    runner.close()
+    assert down.calls > 1 and not _events(ports.bus, "dead-letters")
+    assert sum(lag.lag for lag in ports.bus.lag(SPEC.group, ["tasks"])) == 1
+    runner = _run(ports, tmp_path)  # the server is back
+    assert [e.causation_id for e in _events(ports.bus) if isinstance(e, TaskRetired)] == [task.event_id]
+
+
+def test_a_fenced_write_is_not_an_outage_but_a_refused_one_caused_by_one_is() -> None:
+    from infra.bus.kafka_fencing import Fenced
+
+    assert not is_outage(Fenced("group g no longer owns tasks[0]"))
+    assert not is_outage(BusWriteError("disk full"))
+    try:
+        raise BusWriteError("publish failed") from AioKafkaConnectionError("Connection at 127.0.0.1:9092 closed")
+    except BusWriteError as exc:
+        assert is_outage(exc)
+    assert is_outage(KafkaPythonConnectionError("Unable to bootstrap from [('127.0.0.1', 22888)]"))
