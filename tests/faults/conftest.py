@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from stack_support import private_stack_settings
 
@@ -22,3 +24,22 @@ def private_stack(tmp_path):
     yield start
     for stack in started:
         stack.down()
+
+
+@pytest.fixture(params=["embedded", "kafka"])
+def crash_urls(request, tmp_path) -> dict[str, str]:
+    """Where a crash test's consumer process runs (bus/blobs/registry URLs as ``flywheel consume`` takes them): the
+    embedded adapters, or the real stack (Kafka in a namespace of its own, SeaweedFS, the MLflow server; the test
+    names its models uniquely there)."""
+    if request.param == "embedded":
+        return {
+            "bus": f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5",
+            "blobs": f"file:///{tmp_path}/blobs",
+            "registry": f"sqlite:///{tmp_path}/mlflow.db",
+        }
+    stack = request.getfixturevalue("real_stack")
+    return {
+        "bus": f"kafka://{stack.host}:{stack.kafka_port}?session_timeout_s=6&namespace=crash-{uuid.uuid4().hex[:10]}",
+        "blobs": f"s3://flywheel-blobs?endpoint={stack.host}:{stack.s3_port}",
+        "registry": stack.mlflow_url,
+    }

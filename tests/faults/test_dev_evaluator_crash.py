@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -47,25 +48,24 @@ def _dev_evaluator(urls: dict[str, str], state: Path, mode: str) -> subprocess.C
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
 
 
-def _tags(ports: Ports, version: str) -> dict[str, str]:
-    return next(v.tags for v in ports.registry.versions("planner") if v.version == version)
+def _tags(ports: Ports, model: str, version: str) -> dict[str, str]:
+    return next(v.tags for v in ports.registry.versions(model) if v.version == version)
 
 
-def test_a_dev_evaluator_killed_between_its_registry_writes_and_commit_evaluates_once(tmp_path: Path) -> None:
-    urls = {
-        "bus": f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5",
-        "blobs": f"file:///{tmp_path}/blobs",
-        "registry": f"sqlite:///{tmp_path}/mlflow.db",
-    }
+def test_a_dev_evaluator_killed_between_its_registry_writes_and_commit_evaluates_once(
+    crash_urls: dict[str, str], tmp_path: Path
+) -> None:
+    urls = crash_urls
+    model = f"planner-{uuid.uuid4().hex[:8]}"
     ports = Ports(open_bus(urls["bus"]), open_blob_store(urls["blobs"]), open_registry(urls["registry"]))
     ensure_topics(ports.bus)
-    version = ports.registry.register_version("planner", ports.registry.start_run("crash"), "checkpoint").version
+    version = ports.registry.register_version(model, ports.registry.start_run("crash"), "checkpoint").version
 
     # a dev evaluation of planner/<version>: half of its episodes solved (reference solver), half not (no-op)
     suite = build_task_suite("crash")
     dev = [t for t in suite if t.split == "dev"][:8]
     started = start_round("crash", 0, "p0", "default", 4, P)
-    requests = evaluate(started, started, dev, f"planner/{version}", "default", P, "model")
+    requests = evaluate(started, started, dev, f"{model}/{version}", "default", P, "model")
     by_id = {t.task_id: t for t in dev}
     episodes = []
     for i, request in enumerate(requests):
@@ -80,7 +80,7 @@ def test_a_dev_evaluator_killed_between_its_registry_writes_and_commit_evaluates
 
     crashed = _dev_evaluator(urls, tmp_path / "state", "crash")
     assert crashed.returncode == -9 and "dying before commit" in crashed.stdout, crashed.stderr[-3000:]
-    assert "dev_overall" in _tags(ports, version)  # the write outside the bus happened before the crash
+    assert "dev_overall" in _tags(ports, model, version)  # the write outside the bus happened before the crash
     assert not [r for r in ports.bus.replay(TOPIC_MODELS) if b"DevSetEvaluated" in r.value]
 
     again = _dev_evaluator(urls, tmp_path / "state", "run")
@@ -90,11 +90,11 @@ def test_a_dev_evaluator_killed_between_its_registry_writes_and_commit_evaluates
     assert len(evaluated) == 1, "the redelivered verdict published a second evaluation"
     [event] = evaluated
     assert event.model_version == version and 0 < event.overall < 1
-    assert _tags(ports, version)["dev_overall"] == f"{event.overall:.6f}"
-    assert ports.registry.resolve("planner@production").version == version
-    assert len(ports.registry.versions("planner")) == 1
+    assert _tags(ports, model, version)["dev_overall"] == f"{event.overall:.6f}"
+    assert ports.registry.resolve(f"{model}@production").version == version
+    assert len(ports.registry.versions(model)) == 1
     runs = MlflowClient(urls["registry"]).search_runs(
-        [MlflowClient(urls["registry"]).get_experiment_by_name("planner").experiment_id],
+        [MlflowClient(urls["registry"]).get_experiment_by_name(model).experiment_id],
         filter_string=f"tags.{ROLE_TAG} = '{EVALUATION_ROLE}'",
     )
     print(f"dev-evaluation runs in MLflow={len(runs)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,12 +32,11 @@ def _trainer(urls: dict[str, str], state: Path, mode: str, config: Path) -> subp
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=400, env=env)
 
 
-def test_a_trainer_killed_between_registration_and_commit_registers_one_version(tmp_path: Path) -> None:
-    urls = {
-        "bus": f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5",
-        "blobs": f"file:///{tmp_path}/blobs",
-        "registry": f"sqlite:///{tmp_path}/mlflow.db",
-    }
+def test_a_trainer_killed_between_registration_and_commit_registers_one_version(
+    crash_urls: dict[str, str], tmp_path: Path
+) -> None:
+    urls = crash_urls
+    model = f"planner-{uuid.uuid4().hex[:8]}"
     config = LearnerConfig(
         cold_start_seeds=1,
         train_categories=("tool_use",),
@@ -53,7 +53,7 @@ def test_a_trainer_killed_between_registration_and_commit_registers_one_version(
         producer=Producer(service="test", version="0"),
         run_id="crash",
         round=0,
-        model_name="planner",
+        model_name=model,
         algorithm="sft",
         admitted_trajectories=1,
     )
@@ -61,17 +61,17 @@ def test_a_trainer_killed_between_registration_and_commit_registers_one_version(
 
     crashed = _trainer(urls, tmp_path / "state", "crash", config_file)
     assert crashed.returncode == -9 and "dying before commit" in crashed.stdout, crashed.stderr[-3000:]
-    assert len(ports.registry.versions("planner")) == 1  # the write outside the bus happened before the crash
+    assert len(ports.registry.versions(model)) == 1  # the write outside the bus happened before the crash
     assert not [r for r in ports.bus.replay(TOPIC_MODELS) if b"ModelVersionRegistered" in r.value]
 
     again = _trainer(urls, tmp_path / "state", "run", config_file)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "already registered" in again.stderr + again.stdout
-    versions = ports.registry.versions("planner")
+    versions = ports.registry.versions(model)
     registered = [e for e in map(from_record, ports.bus.replay(TOPIC_MODELS)) if isinstance(e, ModelVersionRegistered)]
     print(f"\ntrainer crash: kills=1, versions={len(versions)}, ModelVersionRegistered events={len(registered)}")
     assert len(versions) == 1, "the redelivered request trained and registered a second version"
     assert len(registered) == 1 and registered[0].model_version == versions[0].version
     assert registered[0].causation_id is not None
-    assert ports.registry.resolve("planner@candidate").version == versions[0].version
+    assert ports.registry.resolve(f"{model}@candidate").version == versions[0].version
     ports.bus.close()
