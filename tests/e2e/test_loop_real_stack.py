@@ -19,21 +19,11 @@ from rl_support import check_rl, small_rl_loop
 
 from infra.bootstrap import open_bus
 from infra.config import StackSettings
+from infra.loop.config import CONSUMER_NAMES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1200)]
 
-CONSUMERS = (
-    "round_controller",
-    "reweighter",
-    "task_constructor",
-    "verifier",
-    "diagnoser",
-    "curator",
-    "trainer",
-    "dev_evaluator",
-    "harness_reviser",
-    "rollout-worker",
-)
+CONSUMERS = (*CONSUMER_NAMES, "rollout-worker")
 
 
 @dataclass
