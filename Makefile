@@ -9,12 +9,12 @@ UV_VERSION := 0.13.8
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 export PIP_CACHE_DIR ?= $(CURDIR)/.cache/pip
 export HF_HUB_OFFLINE := 1
-# Three pytest workers on 2 cores: most of the suite waits on servers, subprocesses and group joins, not on the CPU
-# (with two workers, 1.2 of the 2 cores were busy), and each test process runs torch on one thread
-# (tests/conftest.py), so a third worker fills idle time instead of oversubscribing the cores. A file's tests stay on
+# Four pytest workers on 2 cores: most of the suite waits on servers, subprocesses, group joins and outages it
+# injects, not on the CPU (with three workers, 1.3 of the 2 cores were busy), and each test process runs torch on one
+# thread (tests/conftest.py), so more workers fill idle time instead of oversubscribing the cores. A file's tests stay on
 # one worker (loadfile), so a module's fixtures and its ordering hold. Files are handed out in the order
 # tests/conftest.py sorts them, longest first (--no-loadscope-reorder: xdist's default puts files with few tests last).
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 4
 PYTEST_ARGS ?=
 
 .PHONY: run test test-fast lint fmt install lock stack-up stack-down bench clean help system-packages

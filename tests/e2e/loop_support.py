@@ -18,6 +18,8 @@ from infra.loop.config import LoopConfig
 from learner.config import LearnerConfig
 
 DETERMINISTIC = ("verifier", "curator", "diagnoser")
+FIRST_ROLLOUTS = 32  # round 0: the reference solver's episodes, enough for min_admitted_for_training
+DEV_PER_CATEGORY = 1  # dev and test tasks per category: the evaluation's plumbing, not a score
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -30,14 +32,14 @@ def small_loop(tmp_path: Path) -> LoopConfig:
             "sft": base.sft.model_copy(update={"max_steps": 40, "batch_size": 4}),
             "continued_sft": base.continued_sft.model_copy(update={"max_steps": 10, "batch_size": 4}),
             "max_new_tokens": 48,
-            "dev_per_category": 2,
+            "dev_per_category": DEV_PER_CATEGORY,
             "cold_start_seeds": 1,
             "work_dir": tmp_path / "learner",
         }
     )
     return LoopConfig(
         rounds=2,
-        first_round_rollouts=48,
+        first_round_rollouts=FIRST_ROLLOUTS,
         rollouts_per_round=8,
         min_admitted_for_training=8,
         learner=learner,
@@ -72,8 +74,8 @@ def check_run(ports: Ports, run_id: str, report_dir: Path) -> None:
     evaluations = [e for e in events if isinstance(e, DevSetEvaluated) and e.evaluates == "model" and e.split == "dev"]
     assert [e.round for e in sorted(evaluations, key=lambda e: e.round or 0)] == [0, 1]
     [test] = [e for e in events if isinstance(e, DevSetEvaluated) and e.split == "test"]  # once, at the end
-    assert test.round == 1 and test.per_category["tool_use"].tasks == 2
-    assert all(e.per_category["tool_use"].tasks == 2 for e in evaluations)
+    assert test.round == 1 and test.per_category["tool_use"].tasks == DEV_PER_CATEGORY
+    assert all(e.per_category["tool_use"].tasks == DEV_PER_CATEGORY for e in evaluations)
     for model in models:
         version = ports.registry.resolve(f"planner/{model.model_version}")
         assert version.tags["dataset_digest"].startswith("sha256:") and version.tags["flywheel_run_id"] == run_id
@@ -89,7 +91,7 @@ def check_run(ports: Ports, run_id: str, report_dir: Path) -> None:
     assert not [e for e in decodable(ports.bus.replay("dead-letters"))]
     report = replay_verify(ports, {n: CONSUMERS[n] for n in DETERMINISTIC}, Scope())
     assert report.ok, (report.differences[:3], report.bad_blobs[:3])
-    assert report.inputs["verifier"] >= 48 and report.blobs_checked > 0
+    assert report.inputs["verifier"] >= FIRST_ROLLOUTS and report.blobs_checked > 0
     for name in ("report.json", "report.html", "dev.png", "cost.png", "curation.png"):
         assert (report_dir / name).stat().st_size > 0, name
 
