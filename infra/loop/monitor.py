@@ -5,9 +5,11 @@ Works the same whether the consumers run in this process or as their own process
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from bus_schemas.envelope import Event
 from bus_schemas.events import (
@@ -37,7 +39,9 @@ from bus_schemas.events import (
 from bus_schemas.topics import TOPICS
 from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
 from infra.bus.port import Bus
+from infra.bus.records import Record
 from infra.events import decodable
+from infra.outages import OutageWait, is_outage
 from infra.report.model import RL_GROUP_PREFIX, request_of
 
 STAGES = (
@@ -51,6 +55,9 @@ STAGES = (
     "dev evaluation",
     "harness revision",
 )
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -106,8 +113,9 @@ class RoundProgress:
 class RunMonitor:
     """Tails every topic of the run's bus; ``update()`` folds what was appended since the last call."""
 
-    def __init__(self, bus: Bus, run_id: str) -> None:
+    def __init__(self, bus: Bus, run_id: str, outage_retry_s: float = 120.0) -> None:
         self.bus, self.run_id = bus, run_id
+        self.outage_retry_s = outage_retry_s
         self.rounds: dict[int, RoundProgress] = {}
         self._cursor: dict[tuple[str, int], int] = {}
         self._episodes: dict[str, tuple[int, bool]] = {}  # episode -> (round, is dev)
@@ -122,11 +130,11 @@ class RunMonitor:
     def update(self) -> list[Event]:
         fresh: list[Event] = []
         for topic in TOPICS:
-            for part, end in sorted(self.bus.end_offsets(topic).items()):
+            for part, end in sorted(self._waiting(functools.partial(self.bus.end_offsets, topic)).items()):
                 start = self._cursor.get((topic, part), 0)
                 if start >= end:
                     continue
-                records = list(self.bus.replay(topic, from_offset=start, partition=part))
+                records = self._waiting(functools.partial(self._read, topic, part, start))
                 if records:
                     self._cursor[(topic, part)] = records[-1].offset + 1
                 fresh.extend(e for e in decodable(records) if e.run_id == self.run_id or topic == "dead-letters")
@@ -135,6 +143,20 @@ class RunMonitor:
             self._fold(event)
         self.events_seen += len(fresh)
         return fresh
+
+    def _read(self, topic: str, partition: int, start: int) -> list[Record]:
+        return list(self.bus.replay(topic, from_offset=start, partition=partition))
+
+    def _waiting(self, read: Callable[[], T]) -> T:
+        """``read()``, retried while the broker is unreachable (a restart mid-run), up to ``outage_retry_s``."""
+        outage = OutageWait(self.outage_retry_s)
+        while True:
+            try:
+                return read()
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                outage.pause(exc, f"the monitor of run {self.run_id}")
 
     def last_completed(self) -> int | None:
         done = [r.round for r in self.rounds.values() if r.completed is not None]

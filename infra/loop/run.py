@@ -90,7 +90,7 @@ def run_loop(
             start.harness_version,
             mask_credentials(settings.bus),
         )
-        monitor = RunMonitor(ports.bus, run_id)
+        monitor = RunMonitor(ports.bus, run_id, settings.outage_retry_s)
         with LoopView(console, enabled=show_progress) as view:
             if spawn:
                 consumers: InProcessConsumers | SpawnedConsumers = SpawnedConsumers(
