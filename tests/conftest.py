@@ -19,6 +19,9 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+# Contract-suite parameters that name a real server's adapter (tests/contract/conftest.py): such a case needs the
+# stack, so it is marked ``integration`` too and ``make test-fast`` (no servers) leaves it out.
+REAL_ADAPTERS = {"bus_url": "kafka", "blob_url": "s3", "registry": "mlflow-server"}
 
 
 @pytest.fixture(scope="session")
@@ -96,7 +99,9 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first, the many short ones after them: files with an end-to-end run (any e2e-marked
+    """Contract cases on a real server's adapter are marked ``integration`` (see REAL_ADAPTERS).
+
+    The longest files first, the many short ones after them: files with an end-to-end run (any e2e-marked
     test), then the fault-injection files (tests/faults), then the rest, each group in collection order (a stable
     sort, so a file's tests keep their order).
 
@@ -104,6 +109,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     sorts files by how many tests they hold, which puts the one-test runs of 2-5 minutes last: the worker that
     drew the last of them went on for minutes after the other had run out of files.
     """
+    for item in items:
+        params = getattr(item, "callspec", None)
+        if params and any(params.params.get(name) == real for name, real in REAL_ADAPTERS.items()):
+            item.add_marker(pytest.mark.integration)
     rank: dict[Path, int] = {}
     for item in items:
         faults = item.path.is_relative_to(REPO / "tests" / "faults")
