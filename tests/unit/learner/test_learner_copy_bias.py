@@ -17,8 +17,9 @@ from learner.model.window import END, PromptWindow
 pytestmark = pytest.mark.unit
 
 GOAL = "Set an alarm for 20:35 labelled 'Stretch'."
-COPIED = '<action>{"args":{"label":"Stretch","time":"20:35"},"kind":"tool_call","name":"clock.set_alarm"}</action>'
-MEMORISED = '<action>{"args":{"label":"Stretch","time":"22:05"},"kind":"tool_call","name":"clock.set_alarm"}</action>'
+CALL = '<action>{"kind":"tool_call","name":"clock.set_alarm","args":{'
+COPIED = CALL + '"label":"Stretch","time":"20:35"}}</action>'
+MEMORISED = CALL + '"label":"Stretch","time":"22:05"}}</action>'
 WINDOW = PromptWindow(max_prompt_tokens=256, max_new_tokens=64, goal_tokens=64, system_tokens=32)
 
 
@@ -35,16 +36,16 @@ def _pieces(tokenizer, ids: list[int]) -> set[str]:
 def test_only_tokens_continuing_a_prompt_passage_inside_an_argument_are_favoured(tokenizer) -> None:
     copy = CopyBias(tokenizer, 2.5).prompt(tokenizer.encode(f"# Task\n{GOAL}"))
     assert copy.favoured('<action>{"kind":"finish","answer":"') == []  # not a tool call's argument
-    assert copy.favoured('<action>{"args":{"') == []  # a key, not a value
-    inside = copy.favoured('<action>{"args":{"time":"20:')
+    assert copy.favoured(CALL + '"') == []  # a key, not a value
+    inside = copy.favoured(CALL + '"time":"20:')
     assert inside and all(("20:" + p).split('"')[0] in "20:35" for p in _pieces(tokenizer, inside))
     assert "3" in _pieces(tokenizer, inside) and "0" not in _pieces(tokenizer, inside)
-    closing = _pieces(tokenizer, copy.favoured('<action>{"args":{"time":"20:35'))
+    closing = _pieces(tokenizer, copy.favoured(CALL + '"time":"20:35'))
     assert any(p.startswith('"') for p in closing)  # the passage ends at a boundary: the value may close
-    assert not any(p.startswith('"') for p in _pieces(tokenizer, copy.favoured('<action>{"args":{"time":"20:3')))
-    first = _pieces(tokenizer, copy.favoured('<action>{"args":{"label":"'))
+    assert not any(p.startswith('"') for p in _pieces(tokenizer, copy.favoured(CALL + '"time":"20:3')))
+    first = _pieces(tokenizer, copy.favoured(CALL + '"label":"'))
     assert "2" in first and "7" not in first and any(p.startswith("S") for p in first)
-    assert copy.favoured('<action>{"args":{"time":"99') == []  # no passage of the prompt starts so
+    assert copy.favoured(CALL + '"time":"99') == []  # no passage of the prompt starts so
 
 
 class _ScriptedNetwork:
