@@ -46,6 +46,17 @@ def test_every_action_kind_round_trips(action: object) -> None:
     assert PARSER.parse(f"I will act now.\n{text}\n") == action
 
 
+def test_the_canonical_text_decides_the_action_then_the_tool_then_the_arguments() -> None:
+    """Fields in the documented order (kind, then the action's own fields), a tool call's arguments by name."""
+    call = ToolCall(name="clock.set_alarm", args={"time": "20:35", "label": "Stretch"})
+    assert render_action(call) == (
+        '<action>{"kind":"tool_call","name":"clock.set_alarm","args":{"label":"Stretch","time":"20:35"}}</action>'
+    )
+    spawn = SubagentSpawn(goal="g", tools=["a.b"], max_steps=4)
+    assert render_action(spawn) == '<action>{"kind":"subagent_spawn","goal":"g","tools":["a.b"],"max_steps":4}</action>'
+    assert render_action(Finish(answer="x")) == '<action>{"kind":"finish","answer":"x"}</action>'
+
+
 def test_plain_json_and_fenced_json_are_accepted() -> None:
     assert PARSER.parse('{"kind": "finish", "answer": "x"}') == Finish(answer="x")
     assert PARSER.parse('Answer:\n```json\n{"kind": "finish", "answer": "y"}\n```') == Finish(answer="y")
