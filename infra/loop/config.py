@@ -27,9 +27,10 @@ def loop_learner() -> LearnerConfig:
     """The learner of the main job: training spread over the rounds — a cold start in round 0 (1,200 SFT steps),
     then SFT continued from the best model in every later round (500 steps, ``continued_sft``).
 
-    Measured on 2 quiet cores (2026-12-01): with 600 + 400 steps the model solved 0/64 new instances in rounds 1
-    and 2, so nothing of its own was admitted; with 1,200 + 500 it solved 2/64 and 6/64 (admitted_self 2 and 5,
-    train_examples_self 6 and 26) in 11.6 min — dev stayed at 0.000, test 0.031."""
+    Measured on 2 cores (2026-12-01): with 600 + 400 steps the model solved 0/64 new instances in rounds 1 and 2,
+    so nothing of its own was admitted. Offline, one cold start (288 demos, actions in the documented order, copy
+    bias 7; 2026-12-02): 600 steps 108/324 exact dev reference steps, dev 0.025; 1,200 steps 125, dev 0.119;
+    1,800 steps 122, dev 0.056. At ff5de48 the main job went 0.062 -> 0.113 -> 0.144 dev, test 0.113."""
     base = LearnerConfig()
     return base.model_copy(
         update={
@@ -101,9 +102,9 @@ PROFILES = ("quick", "full")
 
 
 def profile(name: str) -> LoopConfig:
-    """``quick`` (the default ``make run``): 3 rounds, about 12 min on 2 quiet cores; every mechanism runs (rollouts
+    """``quick`` (the default ``make run``): 3 rounds, about 13 min on 2 quiet cores; every mechanism runs (rollouts
     on instances the model was not shown, admission of its own successes, new tasks, revisions); its model solves
-    a few new instances, which are admitted and trained on, but does not yet score on dev.
+    a few new instances, which are admitted and trained on, and scores on tool_use and memory (dev ~0.1).
     ``full``: 5 rounds, a larger train pool, more SFT steps and rollouts (about an hour on 2 cores)."""
     if name == "quick":
         return LoopConfig()
