@@ -76,6 +76,9 @@ class LearnerConfig(BaseModel):
     )
     """SFT continued from a registered version (``run_sft(base_version=...)``)."""
     rl: RlSettings = Field(default_factory=RlSettings)
+    self_weight: Annotated[float, Field(ge=0.0)] = 1.0
+    """Weight of an example from the model's own admitted episodes, relative to a demonstration's (an example of
+    weight w is trained on round(w) times, at least once)."""
     train_categories: tuple[str, ...] = CATEGORIES
     max_difficulty: Annotated[int, Field(ge=1, le=3)] = 3
     cold_start_seeds: Annotated[int, Field(ge=1)] = 2

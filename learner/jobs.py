@@ -112,7 +112,7 @@ def current_dataset(ports: Ports, config: LearnerConfig) -> DatasetBuild:
     log = read_log(ports.bus)
     known = {_label(HarnessConfig()): HarnessConfig(), harness_version(config): config.harness}
     resolve = harness_resolver(known, ports.registry)
-    return build_dataset(log, resolve, skills(), ports.blobs.get)
+    return build_dataset(log, resolve, skills(), ports.blobs.get, self_weight=config.self_weight)
 
 
 def _training_rows(config: LearnerConfig, data: DatasetBuild) -> list[Example]:
@@ -193,6 +193,7 @@ def run_sft(
             "goal_tokens": prompt_window.goal_tokens,
             "system_tokens": prompt_window.system_tokens,
             "examples_self": data.self_examples,
+            "self_weight": config.self_weight,
             **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
         },
         metrics={

@@ -91,8 +91,13 @@ def build_dataset(
     configs: Mapping[str, HarnessConfig] | HarnessResolver,
     skills: SkillLibrary,
     read: BlobReader,
+    *,
+    self_weight: float = 1.0,
 ) -> DatasetBuild:
     """Every model turn of the selected top-level episodes, re-rendered and verified byte for byte.
+
+    ``self_weight`` multiplies the weight of the model's own episodes (not a scripted policy's): the loop's new
+    evidence against the cold start's demonstrations.
 
     ``configs`` maps a harness version (as recorded in EpisodeStarted) to its config, as a mapping or a
     resolver; episodes of an unknown version, or whose replay differs from the record, are skipped with
@@ -120,9 +125,10 @@ def build_dataset(
             _log.warning("dataset: skipping %s", exc)
             continue
         versions.add(record.started.harness_version)
-        if not record.started.policy_version.startswith("scripted:"):
+        own = not record.started.policy_version.startswith("scripted:")
+        if own:
             build.model_episodes.add(episode_id)
-        scaled = weight * _plan_weight(log, task.task_id)
+        scaled = weight * _plan_weight(log, task.task_id) * (self_weight if own else 1.0)
         build.examples.extend(
             Example(s.episode_id, task.task_id, s.step, task.category, render_messages(s.messages), s.output, scaled)
             for s in steps

@@ -101,3 +101,21 @@ def test_undecodable_records_on_the_log_are_skipped_not_fatal(seeded) -> None:
     log = read_log(ports.bus)
     assert set(log.episodes) == set(clean.episodes)
     assert sum(log.offsets.values()) == sum(clean.offsets.values()) + 1
+
+
+def test_self_weight_scales_only_the_models_own_episodes(seeded) -> None:
+    from dataclasses import replace
+
+    ports, config = seeded
+    log = read_log(ports.bus)
+    own = sorted(eid for eid, r in log.episodes.items() if r.started.parent_episode_id is None)[0]
+    record = log.episodes[own]
+    log.episodes[own] = replace(record, started=record.started.model_copy(update={"policy_version": "planner/2"}))
+    configs = {harness_version(config): config.harness}
+    plain = build_dataset(log, configs, skills(), ports.blobs.get)
+    weighted = build_dataset(log, configs, skills(), ports.blobs.get, self_weight=4.0)
+    assert plain.model_episodes == weighted.model_episodes == {own}
+    assert weighted.self_examples == plain.self_examples == sum(e.episode_id == own for e in plain.examples) > 0
+    for before, after in zip(plain.examples, weighted.examples, strict=True):
+        assert after.weight == before.weight * (4.0 if before.episode_id == own else 1.0)
+    assert weighted.digest != plain.digest  # the weights are part of what the digest pins
