@@ -54,8 +54,71 @@ class NoCollateralCriterion(Record):
     allowed_paths: list[str]  # state path prefixes the task may change, e.g. "/calendar/events"
 
 
+Where = dict[str, JsonData]
+"""A match on a record's fields (``field`` or ``field__op`` -> wanted value, plus ``not``/``any``/``all``);
+the operators are the verifier's (``producers/backends/sandbox/where.py``)."""
+
+
+class CallRequiredCriterion(Record):
+    """At least ``min_count`` successful calls of ``tool`` whose arguments match ``where``.
+
+    Only calls that succeeded count: a refused call did nothing, so trying is not doing.
+    """
+
+    kind: Literal["call_required"] = "call_required"
+    id: Name
+    description: Text
+    tool: Name
+    where: Where = Field(default_factory=dict)
+    min_count: Annotated[int, Field(ge=1)] = 1
+
+
+class CallForbiddenCriterion(Record):
+    """No call of ``tool`` whose arguments match ``where``, not even one the environment refused:
+    the attempt was the policy's choice, and a refusal is the environment's luck, not the policy's compliance."""
+
+    kind: Literal["call_forbidden"] = "call_forbidden"
+    id: Name
+    description: Text
+    tool: Name
+    where: Where = Field(default_factory=dict)
+
+
+class CallStep(Record):
+    """One step of a :class:`CallOrderCriterion`: a call of ``tool`` whose arguments match ``where``."""
+
+    tool: Name
+    where: Where = Field(default_factory=dict)
+
+
+class CallOrderCriterion(Record):
+    """The steps occur in this order among the successful calls (a subsequence: other calls may come between).
+
+    A bare name is a step with no argument match. Failed calls are skipped, so a refused attempt followed by a
+    successful retry counts at the retry.
+    """
+
+    kind: Literal["call_order"] = "call_order"
+    id: Name
+    description: Text
+    steps: Annotated[list[Name | CallStep], Field(min_length=1)]
+
+
+class MaxCallsCriterion(Record):
+    """At most ``limit`` calls (of ``tool`` only, when given); failed calls count, since each one spent a step."""
+
+    kind: Literal["max_calls"] = "max_calls"
+    id: Name
+    description: Text
+    limit: Annotated[int, Field(ge=0)]
+    tool: Name | None = None
+
+
+CallCriterion = CallRequiredCriterion | CallForbiddenCriterion | CallOrderCriterion | MaxCallsCriterion
+"""Criteria over the call trace alone: judging them never reads a world state."""
+
 CompletionCriterion = Annotated[
-    StateCriterion | AnswerCriterion | NoCollateralCriterion,
+    StateCriterion | AnswerCriterion | NoCollateralCriterion | CallCriterion,
     Field(discriminator="kind"),
 ]
 

@@ -1,7 +1,9 @@
 """State-based verification: criteria over (initial state, final state, calls, final answer), never a reference plan.
 
-State predicates are registered by name (``state.exists`` ...) so a task names the check and its params;
-"nothing else changed" is a diff of the two states against the task's allowed path prefixes. An answer
+State predicates are registered by name (``state.exists`` ...) so a task names the check and its params; a
+predicate reads the episode through an :class:`EvidenceView` (both states and the calls). Call criteria judge
+the trace alone (``calls.py``); records are picked with ``where`` matches (``where.py``). "Nothing else
+changed" is a diff of the two states against the task's allowed path prefixes. An answer
 must commit to one value (``check_answer``): listing numbers or options, hedging, contradicting itself or
 padding never passes, so a policy cannot farm reward by saying everything
 (tests/unit/sandbox/test_verify_adversarial.py).
@@ -12,15 +14,56 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from bus_schemas.events.tasks import AnswerCriterion, NoCollateralCriterion, StateCriterion, TaskSpecified
+from bus_schemas.events.tasks import (
+    AnswerCriterion,
+    CompletionCriterion,
+    NoCollateralCriterion,
+    StateCriterion,
+    TaskSpecified,
+)
 from producers.backends.base import Evidence
 from producers.backends.evidence import LeanEvidence
+from producers.backends.sandbox.calls import Call, check_calls, read_calls
+from producers.backends.sandbox.where import matches, norm, where_matcher
 from producers.backends.sandbox.world import diff
 
 Check = tuple[bool, str]
-Predicate = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Check]
+
+
+class EvidenceView:
+    """What criteria read of an episode: each part is built on its first read and kept for the next criterion.
+
+    Lazy on purpose (not a dataclass of values): with lean evidence the initial state is fetched only when a
+    criterion reads a state, so a task judged on its calls alone never touches the blob store.
+    """
+
+    def __init__(self, evidence: Evidence | LeanEvidence) -> None:
+        self.evidence = evidence
+
+    @cached_property
+    def initial(self) -> Mapping[str, Any]:
+        return _state(self.evidence, "initial_state")
+
+    @cached_property
+    def final(self) -> Mapping[str, Any]:
+        return _state(self.evidence, "final_state")
+
+    @cached_property
+    def calls(self) -> tuple[Call, ...]:
+        return read_calls(self.evidence.calls)
+
+    @cached_property
+    def changed_paths(self) -> list[str]:
+        """``/app/collection/key`` of every changed record; lean evidence names them without reading a state."""
+        if isinstance(self.evidence, LeanEvidence):
+            return self.evidence.changed_paths
+        return [change.path for change in diff(self.initial, self.final)]
+
+
+Predicate = Callable[[EvidenceView, Mapping[str, Any]], Check]
 PREDICATES: dict[str, Predicate] = {}
 
 
@@ -55,55 +98,29 @@ def lookup(state: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-def _norm(value: Any) -> str:
-    return re.sub(r"[^a-z0-9.]+", " ", str(value).lower()).strip()
-
-
-def _match_one(record: Any, key: str, want: Any) -> bool:
-    field, _, op = key.partition("__")
-    if not isinstance(record, Mapping) or field not in record:
-        return False
-    have = record[field]
-    if op == "":
-        return bool(have == want)
-    if op == "contains":
-        return _norm(want) in _norm(have)
-    if op == "has":
-        return want in have
-    if op == "approx":
-        return abs(float(have) - float(want)) <= 0.011
-    if op == "set":
-        return sorted(have) == sorted(want)
-    raise ValueError(f"unknown where operator {op!r}")
-
-
-def matches(record: Any, where: Mapping[str, Any]) -> bool:
-    """``where`` maps ``field`` (equality) or ``field__contains|has|approx|set`` to the wanted value."""
-    return all(_match_one(record, key, want) for key, want in where.items())
-
-
 @predicate("state.exists")
-def _exists(initial: Mapping[str, Any], final: Mapping[str, Any], p: Mapping[str, Any]) -> Check:
+def _exists(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     """Some record of a table matches; with ``new`` it must not have matched in the initial state."""
-    before = lookup(initial, p["path"]) or {}
-    table = lookup(final, p["path"]) or {}
-    where = p.get("where", {})
-    hits = [k for k, r in table.items() if matches(r, where) and not (p.get("new") and matches(before.get(k), where))]
+    match = where_matcher(p.get("where", {}))
+    before = lookup(e.initial, p["path"]) or {}
+    table = lookup(e.final, p["path"]) or {}
+    hits = [k for k, r in table.items() if match(r) and not (p.get("new") and match(before.get(k)))]
     return bool(hits), f"{len(hits)} matching record(s) in {p['path']}"
 
 
 @predicate("state.absent")
-def _absent(initial: Mapping[str, Any], final: Mapping[str, Any], p: Mapping[str, Any]) -> Check:
+def _absent(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     """No record of a table matches (e.g. the email left the inbox, the event was deleted)."""
-    table = lookup(final, p["path"]) or {}
-    hits = [k for k, r in table.items() if matches(r, p.get("where", {}))]
+    match = where_matcher(p.get("where", {}))
+    table = lookup(e.final, p["path"]) or {}
+    hits = [k for k, r in table.items() if match(r)]
     return not hits, f"still matching: {hits[:5]}" if hits else "none left"
 
 
 @predicate("state.equals")
-def _equals(initial: Mapping[str, Any], final: Mapping[str, Any], p: Mapping[str, Any]) -> Check:
+def _equals(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     """The value at a path equals ``value``, or the record there matches ``where``."""
-    have = lookup(final, p["path"])
+    have = lookup(e.final, p["path"])
     ok = matches(have, p["where"]) if "where" in p else have == p["value"]
     return ok, f"{p['path']} = {have!r}"[:300]
 
@@ -159,7 +176,7 @@ def _rivals(expected: list[str], world: Mapping[str, Any] | None) -> set[str]:
     """
     if not world:
         return set()
-    wanted = {_norm(e) for e in expected}
+    wanted = {norm(e) for e in expected}
     fields: set[str] = set()
     leaves: list[tuple[str, str]] = []
 
@@ -171,7 +188,7 @@ def _rivals(expected: list[str], world: Mapping[str, Any] | None) -> set[str]:
             for v in node:
                 walk(v, key)
         elif isinstance(node, str):
-            value = _norm(node)
+            value = norm(node)
             leaves.append((key, value))
             if value in wanted:
                 fields.add(key)
@@ -186,19 +203,19 @@ def _goal_options(goal: str) -> set[str]:
     alternatives = [
         a for group in re.findall(r"\(([^()]{1,80})\)", goal) if " or " in group for a in group.split(" or ")
     ]
-    return {o for o in (_norm(x) for x in [*quoted, *alternatives]) if o}
+    return {o for o in (norm(x) for x in [*quoted, *alternatives]) if o}
 
 
 def _enumerates(answer: str, wanted: set[str]) -> bool:
     """The answer is a list of options with an expected one among them ("Lisbon, Porto or Faro")."""
-    items = [i for i in (_norm(x) for x in _LIST_SEPARATORS.split(f" {answer.lower()} ")) if i]
+    items = [i for i in (norm(x) for x in _LIST_SEPARATORS.split(f" {answer.lower()} ")) if i]
     return len(items) > 1 and any(i in wanted for i in items)
 
 
 def _contains(c: AnswerCriterion, answer: str, goal: str, world: Mapping[str, Any] | None) -> Check:
     """An expected phrase occurs, is not negated, is not one item of a list, and no rival option is named."""
-    got = f" {_norm(answer)} "
-    wanted = {_norm(e) for e in c.expected}
+    got = f" {norm(answer)} "
+    wanted = {norm(e) for e in c.expected}
     hits = [w for w in wanted if w and f" {w} " in got]
     if not hits:
         return False, "no expected phrase in the answer"
@@ -230,13 +247,13 @@ def check_answer(c: AnswerCriterion, answer: str, goal: str = "", world: Mapping
     if c.match == "exact":
         ok, why = answer.strip() in c.expected, "exact"
     elif c.match == "normalized":
-        ok, why = _norm(answer) in {_norm(e) for e in c.expected}, "normalized"
+        ok, why = norm(answer) in {norm(e) for e in c.expected}, "normalized"
     elif c.match == "contains":
         ok, why = _contains(c, answer, goal, world)
     else:
         value, tol = answer_value(answer, goal), c.tolerance or 0.0
         ok = value is not None and any(abs(value - float(e)) <= tol for e in c.expected)
-        ok = ok and not _negated(_norm(answer), _norm(_format(value)))
+        ok = ok and not _negated(norm(answer), norm(_format(value)))
         why = "no single number" if value is None else f"value {_format(value)}"
     return ok, f"answer {answer[:80]!r} vs {c.expected[:3]}: {why}"
 
@@ -245,12 +262,9 @@ def _format(value: float | None) -> str:
     return "" if value is None else (str(int(value)) if value == int(value) else str(value))
 
 
-def check_collateral(
-    c: NoCollateralCriterion, initial: Mapping[str, Any], final: Mapping[str, Any], changed: list[str] | None = None
-) -> Check:
-    """Every changed path lies under an allowed prefix; ``changed`` (lean evidence's delta) spares the diff."""
-    paths = changed if changed is not None else [ch.path for ch in diff(initial, final)]
-    stray = [p for p in paths if not any(p == a or p.startswith(a.rstrip("/") + "/") for a in c.allowed_paths)]
+def check_collateral(c: NoCollateralCriterion, changed: list[str]) -> Check:
+    """Every changed path (``EvidenceView.changed_paths``) lies under an allowed prefix."""
+    stray = [p for p in changed if not any(p == a or p.startswith(a.rstrip("/") + "/") for a in c.allowed_paths)]
     return not stray, f"unexpected changes: {stray[:5]}" if stray else "no collateral changes"
 
 
@@ -261,29 +275,32 @@ def _state(evidence: Evidence | LeanEvidence, which: str) -> Mapping[str, Any]:
     return state
 
 
+def _check(c: CompletionCriterion, view: EvidenceView, goal: str, final_answer: str) -> Check:
+    if isinstance(c, StateCriterion):
+        fn = PREDICATES.get(c.predicate)
+        return fn(view, c.params) if fn else (False, f"unknown predicate {c.predicate}")
+    if isinstance(c, AnswerCriterion):
+        return check_answer(c, final_answer, goal, view.initial if c.match == "contains" else None)
+    if isinstance(c, NoCollateralCriterion):
+        return check_collateral(c, view.changed_paths)
+    return check_calls(c, view.calls)
+
+
 def verify(task: TaskSpecified, evidence: Evidence | LeanEvidence, final_answer: str = "") -> VerificationResult:
     """Judge an episode; the outcome is true only when every criterion passes.
 
     A state is read only when a criterion needs it: with lean evidence a no-collateral check reads the delta
-    alone, so the initial state is fetched (once per task instance) only for state and answer criteria.
+    and a call criterion the trace, so the initial state is fetched (once per task instance) only for state and
+    answer criteria. A criterion the verifier cannot parse (an unknown ``where`` operator) fails with the reason.
     """
+    view = EvidenceView(evidence)
     if not isinstance(evidence, LeanEvidence):  # full states: a wrong shape is unjudgeable, whatever the criteria
         _state(evidence, "initial_state"), _state(evidence, "final_state")
     results = []
     for c in task.criteria:
-        if isinstance(c, StateCriterion):
-            fn = PREDICATES.get(c.predicate)
-            passed, detail = (
-                fn(_state(evidence, "initial_state"), _state(evidence, "final_state"), c.params)
-                if fn
-                else (False, f"unknown predicate {c.predicate}")
-            )
-        elif isinstance(c, AnswerCriterion):
-            world = _state(evidence, "initial_state") if c.match == "contains" else None
-            passed, detail = check_answer(c, final_answer, task.goal, world)
-        elif isinstance(evidence, LeanEvidence):
-            passed, detail = check_collateral(c, {}, {}, evidence.changed_paths)
-        else:
-            passed, detail = check_collateral(c, _state(evidence, "initial_state"), _state(evidence, "final_state"))
+        try:
+            passed, detail = _check(c, view, task.goal, final_answer)
+        except ValueError as exc:
+            passed, detail = False, f"invalid criterion: {exc}"
         results.append(CriterionResult(c.id, passed, detail))
     return VerificationResult(all(r.passed for r in results), results)
