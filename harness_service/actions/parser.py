@@ -1,4 +1,9 @@
-"""Model output text -> a typed Action, or a ToolError telling the model exactly what to fix. Never raises."""
+"""Model output text -> a typed Action, or a ToolError telling the model exactly what to fix. Never raises.
+
+One entry point for every form a model writes an action in: the project's ``<action>{json}</action>``, a native
+function call as Hermes ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` text (also how the OpenAI policy
+records structured ``tool_calls``, see ``actions.native``), or fenced / bare JSON of either.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from bus_schemas.actions import Action, ToolCall, ToolError
 from bus_schemas.codec import MAX_NESTING_DEPTH, nesting_depth
 from harness_service.actions.format import ACTION_CLOSE, ACTION_OPEN
+from harness_service.actions.native import ACTION_FUNCTIONS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from producers.backends.base import ToolSpec
 
 MODEL_KINDS = (
@@ -47,42 +53,66 @@ def _short(text: str) -> str:
     return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"
 
 
-def _balanced(text: str) -> str | None:
-    """The last ``<action>`` whose body is one complete JSON object followed by ``</action>``.
+def _balanced(text: str, open_tag: str, close_tag: str, first: bool) -> str | None:
+    """The JSON of the first (or last) ``open_tag`` whose body is one complete JSON object followed by ``close_tag``.
 
     Tag-like text inside a JSON string (a note that quotes ``<action>...</action>``) must not cut the
-    action short, so each opening tag is tried from the last, parsing exactly one JSON value.
+    action short, so each opening tag is tried in turn, parsing exactly one JSON value.
     """
-    start = len(text)
+    start = -1 if first else len(text)
     for _ in range(_MAX_TAG_CANDIDATES):
-        start = text.rfind(ACTION_OPEN, 0, start)
+        start = text.find(open_tag, start + 1) if first else text.rfind(open_tag, 0, start)
         if start < 0:
             return None
-        body = text[start + len(ACTION_OPEN) :].lstrip()
+        body = text[start + len(open_tag) :].lstrip()
         try:
             value, end = _JSON.raw_decode(body)
         except (ValueError, RecursionError):
             continue
-        if isinstance(value, dict) and body[end:].lstrip().startswith(ACTION_CLOSE):
+        if isinstance(value, dict) and body[end:].lstrip().startswith(close_tag):
             return body[:end]
     return None
 
 
-def _extract(text: str) -> tuple[str | None, bool]:
-    """The JSON payload of the action and whether it looks truncated (an unclosed ``<action>``)."""
-    balanced = _balanced(text)
+def _unclosed(text: str, open_tag: str, close_tag: str) -> tuple[str, str | None] | None:
+    """The body after the last ``open_tag`` (up to ``close_tag``) and the closing tag if it is missing."""
+    start = text.rfind(open_tag)
+    if start < 0:
+        return None
+    body = text[start + len(open_tag) :]
+    end = body.find(close_tag)
+    return (body, close_tag) if end < 0 else (body[:end], None)
+
+
+def _extract(text: str) -> tuple[str | None, str | None]:
+    """The JSON payload of the action and the closing tag it lacks, if it looks truncated.
+
+    The last complete ``<action>`` wins (the reasoning before it may quote or draft others), then the first complete
+    ``<tool_call>`` (a model calling several functions at once means them in order; the rest are not run).
+    """
+    balanced = _balanced(text, ACTION_OPEN, ACTION_CLOSE, first=False)
+    if balanced is None:
+        balanced = _balanced(text, TOOL_CALL_OPEN, TOOL_CALL_CLOSE, first=True)
     if balanced is not None:
-        return balanced, False
-    start = text.rfind(ACTION_OPEN)
-    if start >= 0:
-        body = text[start + len(ACTION_OPEN) :]
-        end = body.find(ACTION_CLOSE)
-        return (body, True) if end < 0 else (body[:end], False)
+        return balanced, None
+    unclosed = _unclosed(text, ACTION_OPEN, ACTION_CLOSE) or _unclosed(text, TOOL_CALL_OPEN, TOOL_CALL_CLOSE)
+    if unclosed is not None:
+        return unclosed
     fenced = _FENCED.findall(text)
     if fenced:
-        return fenced[-1], False
+        return fenced[-1], None
     stripped = text.strip()
-    return (stripped, False) if stripped.startswith("{") else (None, False)
+    return (stripped, None) if stripped.startswith("{") else (None, None)
+
+
+def _load(payload: str, what: str, hint: str = "") -> Any | ToolError:
+    """``payload`` decoded, or a parse error when it is not JSON or nests deeper than ActionTaken could carry."""
+    if nesting_depth(payload.encode("utf-8", "replace")) >= MAX_NESTING_DEPTH:
+        return _error("parse_error", f"{what} nests deeper than {MAX_NESTING_DEPTH - 1} levels. Use flat arguments.")
+    try:
+        return orjson.loads(payload)
+    except (orjson.JSONDecodeError, RecursionError, ValueError) as exc:
+        return _error("parse_error", f"{what} is not valid JSON ({_short(str(exc))}).{hint}")
 
 
 class ActionParser:
@@ -101,7 +131,7 @@ class ActionParser:
                 f"Your reply has {len(text)} characters; the limit is {self.max_chars}. "
                 "Reply with one short <action>{...}</action>.",
             )
-        payload, truncated = _extract(text)
+        payload, missing_close = _extract(text)
         if payload is None:
             return _error(
                 "parse_error",
@@ -114,20 +144,17 @@ class ActionParser:
                 "parse_error",
                 f"The action is {size} bytes; the limit is {self.max_action_bytes}. Use shorter arguments.",
             )
-        if nesting_depth(payload.encode("utf-8", "replace")) >= MAX_NESTING_DEPTH:  # ActionTaken could not carry it
-            return _error(
-                "parse_error", f"The action nests deeper than {MAX_NESTING_DEPTH - 1} levels. Use flat arguments."
-            )
-        try:
-            data = orjson.loads(payload)
-        except (orjson.JSONDecodeError, RecursionError, ValueError) as exc:
-            hint = " The closing </action> is missing: your output looks truncated." if truncated else ""
-            return _error("parse_error", f"The action is not valid JSON ({_short(str(exc))}).{hint}")
-        return self._validate(data)
+        hint = f" The closing {missing_close} is missing: your output looks truncated." if missing_close else ""
+        data = _load(payload, "The action", hint)
+        return data if isinstance(data, ToolError) else self._validate(data)
 
     def _validate(self, data: Any) -> Action | ToolError:
         if not isinstance(data, dict):
             return _error("parse_error", f"The action must be a JSON object, got {type(data).__name__}.")
+        if "kind" not in data and "arguments" in data:
+            data = self._function_call(data)
+            if isinstance(data, ToolError):
+                return data
         if "kind" not in data and "name" in data:
             data = {"kind": "tool_call", **data}
         kind = data.get("kind")
@@ -144,6 +171,24 @@ class ActionParser:
             )
             return _error("parse_error", f"Invalid {kind} action: {problems}.")
         return self._check_tool(action) if isinstance(action, ToolCall) else action
+
+    def _function_call(self, call: dict[str, Any]) -> dict[str, Any] | ToolError:
+        """A native function call's action fields: an action function (``finish``...) is that action with the
+        arguments as its fields, any other name a tool call. Arguments arrive as a JSON string (OpenAI) or an
+        object (Hermes); other keys of the call (an ``id``) are ignored."""
+        name, arguments = call.get("name"), call["arguments"]
+        if isinstance(arguments, str):
+            arguments = _load(arguments, f"The argument string of {_short(repr(name))}")
+            if isinstance(arguments, ToolError):
+                return arguments
+        if not isinstance(arguments, dict):
+            return _error(
+                "parse_error",
+                f"The arguments of {_short(repr(name))} must be a JSON object, got {type(arguments).__name__}.",
+            )
+        if isinstance(name, str) and name in ACTION_FUNCTIONS and name not in self._tools:
+            return {**arguments, "kind": name}
+        return {"kind": "tool_call", "name": name, "args": arguments}
 
     def _check_tool(self, call: ToolCall) -> ToolCall | ToolError:
         tool = self._tools.get(call.name)

@@ -16,8 +16,9 @@ import orjson
 
 from bus_schemas.envelope import Event
 from harness_service.context.messages import ChatMessage
-from harness_service.policy.base import Policy, PolicyError, PolicyOutput
+from harness_service.policy.base import Policy, PolicyError, PolicyOutput, generate_step
 from harness_service.ports import EventSink
+from producers.backends.base import ToolSpec
 
 _DONE = object()
 
@@ -37,9 +38,17 @@ class CancellablePolicy:
         return getattr(self._inner, name)
 
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
+        self._check()
+        return self._inner.generate(messages)
+
+    def generate_with_tools(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput:
+        """The step's tools reach the wrapped policy when it takes them (``generate_step``)."""
+        self._check()
+        return generate_step(self._inner, messages, tools)
+
+    def _check(self) -> None:
         if self._cancelled.is_set():
             raise ClientGone("the client disconnected; episode cancelled")
-        return self._inner.generate(messages)
 
 
 def stream_events(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from harness_service.context.messages import ChatMessage
-from producers.backends.base import Observation
+from producers.backends.base import Observation, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -72,3 +72,19 @@ class ObservingPolicy(Protocol):
     """A policy that also wants each observation as data (e.g. a reference solver), besides the context text."""
 
     def observe(self, observation: Observation) -> None: ...
+
+
+@runtime_checkable
+class ToolCallingPolicy(Protocol):
+    """A policy whose model also takes the step's tools as structured function schemas (an OpenAI ``tools``
+    field) and may answer with native tool calls; its ``text`` still records every call (``actions.native``)."""
+
+    def generate_with_tools(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput: ...
+
+
+def generate_step(policy: Policy, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput:
+    """One step's completion: a tool-calling policy also gets the step's tools; every other policy sees them in the
+    context text only, exactly as before."""
+    if isinstance(policy, ToolCallingPolicy):
+        return policy.generate_with_tools(messages, tools)
+    return policy.generate(messages)

@@ -44,7 +44,7 @@ from harness_service.context.messages import CONTEXT_MEDIA_TYPE, encode_context
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
 from harness_service.memory.consolidate import MemoryMerger, consolidate
 from harness_service.memory.store import MemoryStore
-from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput
+from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput, generate_step
 from harness_service.policy.pricing import PriceTable
 from harness_service.ports import BlobSink, EventSink
 from harness_service.runner.budgets import effective_budgets
@@ -274,7 +274,7 @@ class _Episode:
             memories_recalled=len(inputs.memories),
         )
         try:
-            out = self.h.policy.generate(context.messages)
+            out = generate_step(self.h.policy, context.messages, inputs.tools)
         except Exception:  # endpoint down or model failure: recorded as an error end, never a crash
             _log.exception("episode %s: policy %s failed", self.id, self.h.policy.name)
             return "error"

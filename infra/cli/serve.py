@@ -37,6 +37,10 @@ def harness(
     api_key_env: Annotated[
         str, typer.Option(help="Environment variable holding the policy API key.")
     ] = "FLYWHEEL_POLICY_KEY",
+    native_tools: Annotated[
+        bool,
+        typer.Option(help="Send the step's tools in the request's `tools` field (off: the context text only)."),
+    ] = True,
     publish: Annotated[bool, typer.Option(help="Also publish every event to the bus (FLYWHEEL_BUS).")] = True,
     max_episodes: Annotated[
         int, typer.Option(min=1, help="Episodes run at once; beyond it a request gets 503 + Retry-After.")
@@ -84,7 +88,7 @@ def harness(
     default_policy = None
     if policy_url is not None:
         key = os.environ.get(api_key_env)
-        policy_config = OpenAIPolicyConfig(base_url=policy_url, model=model, api_key=key)
+        policy_config = OpenAIPolicyConfig(base_url=policy_url, model=model, api_key=key, native_tools=native_tools)
         default_policy = lambda: OpenAICompatiblePolicy(policy_config)  # noqa: E731
     deps = ServiceDeps(
         token=token,

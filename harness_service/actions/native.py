@@ -1,0 +1,93 @@
+"""Native tool-call formats of chat models, mapped onto the harness's actions.
+
+A model served behind an OpenAI-compatible endpoint is offered the step's tools as functions in the request's
+``tools`` field, plus one function per non-tool action, named by its kind (``finish``, ``memory_read``,
+``memory_write``, ``skill_load``, ``subagent_spawn``, ``clarify``, ``refuse``; the arguments are the action's own
+fields). A structured reply (the message's ``tool_calls``) is recorded as the Hermes text Qwen's chat template
+writes, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, so the episode keeps the model's output as
+text and the parser reads it like a model that wrote the tags itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from bus_schemas.actions import Clarify, Finish, MemoryRead, MemoryWrite, Refuse, SkillLoad, SubagentSpawn
+from producers.backends.base import ToolSpec
+
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+ACTION_FUNCTIONS: dict[str, tuple[type[BaseModel], str]] = {
+    "finish": (Finish, "End the task. `answer` is the final answer for the user, or empty when none is asked for."),
+    "memory_read": (MemoryRead, "Search the user's persistent memory for facts stored earlier."),
+    "memory_write": (MemoryWrite, "Store a fact worth remembering in the user's persistent memory."),
+    "skill_load": (SkillLoad, "Load the full text of a skill offered in the context, by its name."),
+    "subagent_spawn": (
+        SubagentSpawn,
+        "Run a sub-agent on a sub-goal with some of the tools (by name); its summary comes back as the result.",
+    ),
+    "clarify": (Clarify, "Ask the user a question instead of acting; this ends the task."),
+    "refuse": (Refuse, "Decline the task, with the reason it cannot or must not be done; this ends the task."),
+}
+"""The reserved function names (the action kinds besides ``tool_call``): the action model and what a model reads.
+
+A backend tool of the same name wins: it is offered and called as the tool, and the action function is not sent."""
+
+
+def _function(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def _action_parameters(model: type[BaseModel]) -> dict[str, Any]:
+    """The action's JSON Schema without ``kind`` (the function name carries it) and without pydantic's titles."""
+    schema = model.model_json_schema()
+    properties = {
+        field: {key: value for key, value in spec.items() if key != "title"}
+        for field, spec in schema["properties"].items()
+        if field != "kind"
+    }
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if schema.get("required"):
+        parameters["required"] = schema["required"]
+    return parameters
+
+
+def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The OpenAI ``tools`` field of one step: its tools in the order given, then the action functions."""
+    names = {tool.name for tool in tools}
+    offered = [_function(tool.name, tool.description, tool.parameters) for tool in tools]
+    offered += [
+        _function(name, description, _action_parameters(model))
+        for name, (model, description) in ACTION_FUNCTIONS.items()
+        if name not in names
+    ]
+    return offered
+
+
+def _arguments_json(arguments: object) -> str:
+    """The arguments as JSON: a string holding one JSON object verbatim (what the server sent); anything else
+    (malformed JSON, a list, an object from a server that decodes arguments) encoded, so nothing is lost and the
+    parser reports what is wrong."""
+    if isinstance(arguments, str):
+        try:
+            if isinstance(orjson.loads(arguments), dict):
+                return arguments
+        except orjson.JSONDecodeError:
+            pass
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def render_tool_calls(content: str, calls: Sequence[tuple[str, object]]) -> str:
+    """The recorded text of a reply with structured ``tool_calls`` (``(name, arguments)`` each): its content, then
+    every call as a Hermes ``<tool_call>`` block on its own lines, the way Qwen's chat template renders an assistant
+    turn. Deterministic, so a replay of the recorded text parses to the same action."""
+    blocks = []
+    for name, arguments in calls:
+        call = f'{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": {_arguments_json(arguments)}}}'
+        blocks.append(f"{TOOL_CALL_OPEN}\n{call}\n{TOOL_CALL_CLOSE}")
+    return "\n".join([content, *blocks] if content else blocks)
