@@ -4,11 +4,24 @@ Both halves are instances of the same (seed, split, index), so they share the wo
 asks for the first, then the second; criteria are both halves' (ids prefixed), with one no-collateral
 check over the union of allowed paths. ``template_id`` is ``A+B``: the reference solver chains A's
 and B's solvers. Only the second half may check a final answer (an episode has one).
+
+Call criteria judge one trace that now holds both halves' calls (``_call_criteria``): what a half requires, and
+the order of its calls, still hold (other calls may come between); a half's forbidden call stays forbidden unless
+the other half offers that tool; a bound on all calls becomes the sum of both halves' bounds, or is dropped when
+only one half bounds them (the other half's calls would count against it).
 """
 
 from __future__ import annotations
 
-from bus_schemas.events import AnswerCriterion, Budgets, CompletionCriterion, NoCollateralCriterion, TaskSpecified
+from bus_schemas.events import (
+    AnswerCriterion,
+    Budgets,
+    CallForbiddenCriterion,
+    CompletionCriterion,
+    MaxCallsCriterion,
+    NoCollateralCriterion,
+    TaskSpecified,
+)
 from producers.tasks.template import Template
 from producers.tasks.templates import TEMPLATES
 
@@ -40,6 +53,7 @@ def combine(a: TaskSpecified, b: TaskSpecified) -> TaskSpecified | None:
                 allowed += [p for p in c.allowed_paths if p not in allowed]
             else:
                 criteria.append(c.model_copy(update={"id": f"{prefix}.{c.id}"}))
+    criteria = _call_criteria(criteria, a, b)
     if all(guarded):
         criteria.append(
             NoCollateralCriterion(
@@ -72,6 +86,29 @@ def combine(a: TaskSpecified, b: TaskSpecified) -> TaskSpecified | None:
             "budgets": _summed(a.budgets, b.budgets),
         }
     )
+
+
+def _call_criteria(
+    criteria: list[CompletionCriterion], a: TaskSpecified, b: TaskSpecified
+) -> list[CompletionCriterion]:
+    """The prefixed criteria of both halves with the call criteria that would misjudge the combined trace fixed."""
+    tools = {"a": set(b.tools), "b": set(a.tools)}  # the other half's tools, by prefix
+    totals = [c for c in criteria if isinstance(c, MaxCallsCriterion) and c.tool is None]
+    kept: list[CompletionCriterion] = []
+    for c in criteria:
+        other = tools[c.id.split(".", 1)[0]]
+        if isinstance(c, CallForbiddenCriterion) and c.tool in other:
+            continue
+        if isinstance(c, MaxCallsCriterion) and (c.tool in other or c.tool is None):
+            continue
+        kept.append(c)
+    if len(totals) == 2 and {t.id.split(".", 1)[0] for t in totals} == {"a", "b"}:
+        kept.append(
+            MaxCallsCriterion(
+                id="max_calls", description="at most both halves' calls", limit=sum(t.limit for t in totals)
+            )
+        )
+    return kept
 
 
 def _summed(a: Budgets | None, b: Budgets | None) -> Budgets | None:

@@ -98,3 +98,42 @@ def test_a_template_that_cannot_build_an_instance_in_a_world_is_skipped_not_fata
     monkeypatch.setattr(generate, "make_task", every_other_fails)
     made = construct(_request(request_id="run-test/round-1/sub_agent", capability="sub_agent", count=2), [], set(), P)
     assert len(made) == 2 and all(t.category == "sub_agent" for t in made)
+
+
+def _halves():
+    """Two train instances over disjoint apps in one world that ``combine`` accepts."""
+    from consumers.task_constructor.recombine import combine
+
+    tasks = [t for t in suite() if t.split == "train"]
+    for a in tasks:
+        for b in tasks:
+            if combine(a, b) is not None:
+                return a, b
+    raise AssertionError("no combinable pair in the suite")
+
+
+def test_recombined_call_criteria_judge_the_combined_trace_as_each_half_meant():
+    from bus_schemas.events import CallForbiddenCriterion, CallRequiredCriterion, MaxCallsCriterion
+    from consumers.task_constructor.recombine import combine
+
+    a, b = _halves()
+
+    def with_calls(task, *extra):
+        return task.model_copy(update={"criteria": [*task.criteria, *extra]})
+
+    required = CallRequiredCriterion(id="req", description="r", tool=a.tools[0])
+    own_forbidden = CallForbiddenCriterion(id="no_own", description="f", tool=a.tools[-1], where={"x": 1})
+    other_forbidden = CallForbiddenCriterion(id="no_other", description="f", tool=b.tools[0])
+    bound = MaxCallsCriterion(id="bound", description="m", limit=5)
+    tool_bound = MaxCallsCriterion(id="tool_bound", description="m", limit=2, tool=a.tools[0])
+    one_sided = combine(with_calls(a, required, own_forbidden, other_forbidden, bound, tool_bound), b)
+    assert one_sided is not None
+    ids = {c.id for c in one_sided.criteria}
+    assert {"a.req", "a.no_own", "a.tool_bound"} <= ids  # still true of a's calls within the combined trace
+    assert "a.no_other" not in ids  # b may need that tool
+    assert not any(isinstance(c, MaxCallsCriterion) and c.tool is None for c in one_sided.criteria)  # b's calls count
+
+    both = combine(with_calls(a, bound), with_calls(b, bound.model_copy(update={"limit": 7})))
+    assert both is not None
+    totals = [c for c in both.criteria if isinstance(c, MaxCallsCriterion) and c.tool is None]
+    assert [(c.id, c.limit) for c in totals] == [("max_calls", 12)]
