@@ -28,8 +28,12 @@ from itertools import pairwise
 from bus_schemas.actions import MemoryRead, MemoryWrite
 from bus_schemas.events import (
     AnswerCriterion,
+    CallForbiddenCriterion,
+    CallOrderCriterion,
+    CallRequiredCriterion,
     EpisodeVerified,
     FailureCategory,
+    MaxCallsCriterion,
     NoCollateralCriterion,
     StateCriterion,
     TaskSpecified,
@@ -168,7 +172,12 @@ def invalid_output(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerif
     return None
 
 
+def _first_call_of(ep: EpisodeRecord, tools: set[str]) -> int | None:
+    return next((at for at, _, s in _steps(ep) if s.call is not None and s.call.name in tools), None)
+
+
 def policy_violation(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
+    """Permission-gated or destructive actions, changes the task did not allow, a forbidden call, too many calls."""
     gated = [
         (at, where)
         for at, where, s in _steps(ep)
@@ -189,6 +198,18 @@ def policy_violation(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVer
             None,
             f"changed state the task did not allow ({', '.join(failed)})",
             confidence(*[0.7] * len(failed)),
+        )
+    broken = set(_failed(task, verdict, CallForbiddenCriterion)) | set(_failed(task, verdict, MaxCallsCriterion))
+    if broken:
+        rules = [
+            c for c in task.criteria if c.id in broken and isinstance(c, CallForbiddenCriterion | MaxCallsCriterion)
+        ]
+        forbidden = {c.tool for c in rules if isinstance(c, CallForbiddenCriterion)}
+        return Finding(
+            "policy_violation",
+            _first_call_of(ep, forbidden),
+            f"made calls the task forbids or bounds ({', '.join(sorted(broken))})",
+            confidence(*[0.7] * len(broken)),
         )
     return None
 
@@ -318,7 +339,13 @@ def hallucinated_completion(task: TaskSpecified, ep: EpisodeRecord, verdict: Epi
 
 
 def premature_termination(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
-    if ep.finish is None or not (failed := _failed(task, verdict, StateCriterion)):
+    """Finished while a state criterion, or a call the task requires (alone or in an order), did not hold."""
+    failed = [
+        *_failed(task, verdict, StateCriterion),
+        *_failed(task, verdict, CallRequiredCriterion),
+        *_failed(task, verdict, CallOrderCriterion),
+    ]
+    if ep.finish is None or not failed:
         return None
     changed = any(o.changes for o in ep.observations)
     why = f"finished before {', '.join(failed)} held" + ("" if changed else " (no step changed any state)")

@@ -212,3 +212,27 @@ def test_more_evidence_means_more_confidence():
     v = verdict(task, ids_of(task, "state"))
     assert findings(task, once, v)[0].label == findings(task, twice, v)[0].label == "recovery"
     assert findings(task, twice, v)[0].confidence > findings(task, once, v)[0].confidence
+
+
+def _with_call_criteria(task, *criteria):
+    return task.model_copy(update={"criteria": [*task.criteria, *criteria]})
+
+
+def test_a_forbidden_call_is_policy_violation_at_the_step_that_made_it():
+    from bus_schemas.events import CallForbiddenCriterion
+
+    task = _state_task()
+    task = _with_call_criteria(task, CallForbiddenCriterion(id="no_x", description="d", tool=task.tools[1]))
+    ep = episode(task, [(_call(task), obs(result=[])), (_call(task, 1), obs(result={"ok": True})), (Finish(), None)])
+    d = diagnose(verdict(task, {"no_x"}), task, ep, P)
+    assert (d.attribution, d.step) == ("policy_violation", 1) and "no_x" in d.explanation
+
+
+def test_finishing_without_a_required_call_is_premature_termination():
+    from bus_schemas.events import CallRequiredCriterion
+
+    task = _state_task()
+    task = _with_call_criteria(task, CallRequiredCriterion(id="must", description="d", tool=task.tools[1]))
+    ep = episode(task, [(_call(task), obs(result=[])), (Finish(), None)])
+    d = diagnose(verdict(task, {"must"}), task, ep, P)
+    assert (d.attribution, d.step) == ("premature_termination", 1) and "must" in d.explanation
