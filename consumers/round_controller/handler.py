@@ -14,8 +14,9 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bus_schemas.envelope import Event, Producer, correlate
@@ -55,6 +56,9 @@ class RoundConfig(BaseSettings):
     """Dev tasks per category in each dev evaluation (None: the whole dev split)."""
     await_harness_revision: bool = False
     """Close a round only after the harness reviser has answered its dev evaluation (set when one runs)."""
+    rollout_temperature: Annotated[float, Field(gt=0)] | None = None
+    """Sampling temperature of a model's train rollouts (None: the policy's own, greedy, decoding); sampled attempts
+    can succeed where greedy decoding fails, which is what the loop has not learned yet. Scripted policies ignore it."""
 
 
 def start_round(
@@ -97,10 +101,16 @@ def _weighted_draws(
 
 
 def schedule(
-    plan: SamplingPlanUpdated, started: RoundStarted, train: list[TaskSpecified], producer: Producer
+    plan: SamplingPlanUpdated,
+    started: RoundStarted,
+    train: list[TaskSpecified],
+    producer: Producer,
+    temperature: float | None = None,
 ) -> list[RolloutRequested]:
     """``planned_rollouts`` draws over train tasks by plan weight (each task once before any twice); seeded by the
-    plan id, so replay draws alike."""
+    plan id, so replay draws alike. A model's rollouts sample at ``temperature`` (each with its own seed)."""
+    if started.policy_version.startswith("scripted:"):
+        temperature = None
     tasks = sorted(train, key=lambda t: t.task_id)
     weights = [_weight(t, plan) for t in tasks]
     if not tasks or not any(weights):
@@ -121,6 +131,7 @@ def schedule(
             seed=rng.randrange(2**31),
             budgets=t.budgets or Budgets(),
             group_id=plan.plan_id,
+            temperature=temperature,
         )
         for i, t in enumerate(picks)
     ]

@@ -52,6 +52,8 @@ class LoopConfig(BaseModel):
     rest of the pool is new to the model; None = every train task once (nothing left to learn on its own)."""
     rollouts_per_round: Annotated[int, Field(ge=1)] = 64
     """Later rounds run the round's model on train tasks; its verified successes join the training data."""
+    rollout_temperature: Annotated[float, Field(gt=0)] | None = None
+    """Sampling temperature of the model's rollouts in later rounds (None: greedy, as the dev evaluation decodes)."""
     first_policy: str = "scripted:reference"
     min_admitted_for_training: Annotated[int, Field(ge=1)] = 16
     algorithm: Literal["sft", "rl", "mixed"] = "sft"
@@ -95,6 +97,7 @@ class LoopConfig(BaseModel):
             "algorithm": "rl" if self.algorithm == "mixed" else self.algorithm,
             "planned_rollouts": self.rollouts_per_round,
             "await_harness_revision": self.revise_harness,
+            **({} if self.rollout_temperature is None else {"rollout_temperature": self.rollout_temperature}),
         }
 
 

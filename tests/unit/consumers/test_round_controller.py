@@ -278,3 +278,19 @@ def test_draws_cover_every_task_before_repeating_one_and_follow_the_weights():
     firsts = [_weighted_draws(random.Random(seed), tasks, heavy, 1)[0] for seed in range(200)]
     assert firsts.count(tasks[0]) > 150  # a task with 100x the weight comes first most of the time
     assert tasks[1] not in _weighted_draws(random.Random(2), tasks, [1.0, 0.0] + [1.0] * 8, 30)
+
+
+def test_a_models_rollouts_sample_at_the_configured_temperature_and_the_reference_solvers_do_not(ports):
+    ctl, started, _ = _setup(ports, cfg=RoundConfig(rollout_temperature=0.7))
+    even = {"memory": 1.0, "tool_use": 1.0, "skills": 1.0, "sub_agent": 1.0}
+    plan = SamplingPlanUpdated(**IDS, plan_id="run-test/round-0", category_weights=even, reweighter_version="v")
+    requests = ctl.handle(plan, ports)
+    assert requests and all(r.temperature == 0.7 for r in requests)
+    assert len({r.seed for r in requests}) == len(requests)  # each attempt samples with its own seed
+    assert all(r.temperature is None for r in RoundController().handle(plan, ports))  # greedy by default
+    scripted = start_round("run-test", 1, "scripted:reference", "h0", 4, P)
+    publish_all(ports.bus, [scripted])
+    later = SamplingPlanUpdated(
+        **{**IDS, "round": 1}, plan_id="run-test/round-1", category_weights=even, reweighter_version="v"
+    )
+    assert all(r.temperature is None for r in ctl.handle(later, ports))
