@@ -137,6 +137,18 @@ def make_backend(name: str, *args: Any, **kwargs: Any) -> Backend:
     return backend_factory(name)(*args, **kwargs)
 
 
+class Backends:
+    """One instance per backend name, made on first use: for loops that run tasks of several kinds in turn."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Backend] = {}
+
+    def __getitem__(self, name: str) -> Backend:
+        if name not in self._made:
+            self._made[name] = make_backend(name)
+        return self._made[name]
+
+
 def judge(backend: str) -> Callable[..., Any] | None:
     """The backend's verifier check, None when it has none (its episodes are unjudgeable)."""
     return load(JUDGES, backend)
