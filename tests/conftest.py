@@ -52,6 +52,27 @@ def embedded_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def install_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``install_plugins(EntryPoint(name, "module:attr", group), ...)``: from then on the plugin registry
+    (producers/backends/plugins.py) sees the installed entry points plus these, as if a distribution declared them."""
+    from importlib import metadata
+
+    from producers.backends import plugins
+
+    real = metadata.entry_points
+
+    def install(*extra: metadata.EntryPoint) -> None:
+        def entry_points(**select: str) -> metadata.EntryPoints:
+            return metadata.EntryPoints([*real(**select), *(ep for ep in extra if ep.group == select["group"])])
+
+        monkeypatch.setattr(metadata, "entry_points", entry_points)
+        plugins.reset()
+
+    yield install
+    plugins.reset()  # before monkeypatch's undo: the next lookup discovers from the real metadata again
+
+
 def _closable_adapters() -> list[type[Any]]:
     from infra.blobs.s3 import S3BlobStore
     from infra.bus.embedded import EmbeddedBus, EmbeddedConsumer

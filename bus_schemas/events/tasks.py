@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from bus_schemas.envelope import Event, Name, Record, Text
 from bus_schemas.json_types import JsonData
@@ -21,7 +21,10 @@ CapabilityTag = Literal[
 ]
 Difficulty = Literal[1, 2, 3]
 Split = Literal["train", "dev", "test"]
-BackendKind = Literal["sandbox", "llm_sim", "device"]
+BACKEND_NAME_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
+BackendKind = Annotated[str, StringConstraints(pattern=BACKEND_NAME_PATTERN)]
+"""The name a backend is registered under (``planner_flywheel.backends`` entry points): ``sandbox``, ``llm_sim``,
+``device`` or any installed plugin's. Open on the wire, so an event of a backend this process lacks still decodes."""
 
 
 class StateCriterion(Record):

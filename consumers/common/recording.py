@@ -1,4 +1,4 @@
-"""Record a scripted sandbox episode as the events a rollout worker publishes (for tests, benches and demos)."""
+"""Record a scripted episode as the events a rollout worker publishes (for tests, benches and demos)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import ActionTaken, Budgets, EpisodeEnded, EpisodeStarted, ObservationReturned, TaskSpecified
 from bus_schemas.events.episodes import TrustLevel
 from infra.blobs.port import BlobStore
-from producers.backends.base import Observation
+from producers.backends import plugins
+from producers.backends.base import Backend, Observation
 from producers.backends.evidence import store_evidence
-from producers.backends.sandbox.backend import SandboxBackend
 from producers.tasks.runner import load_skill, recall
 
 EVIDENCE_MEDIA_TYPE = "application/vnd.flywheel.evidence+json"
@@ -20,7 +20,7 @@ PRODUCER = Producer(service="recorder", version="0.1.0")
 Script = Callable[[TaskSpecified], Generator[Action, Observation | None, None]]
 
 
-def _observe(backend: SandboxBackend, task: TaskSpecified, action: Action) -> Observation | None:
+def _observe(backend: Backend, task: TaskSpecified, action: Action) -> Observation | None:
     if isinstance(action, ToolCall):
         return backend.step(action)
     if isinstance(action, MemoryRead):
@@ -38,13 +38,13 @@ def record_episode(
     episode_id: str,
     run_id: str = "run-test",
     round_: int = 0,
-    backend: SandboxBackend | None = None,
+    backend: Backend | None = None,
     trust: TrustLevel = "exact",
     max_steps: int = 40,
 ) -> list[Event]:
-    """Drive ``script`` (``obs = yield action``) against the sandbox; the evidence blob is
-    written before EpisodeEnded."""
-    backend = backend or SandboxBackend()
+    """Drive ``script`` (``obs = yield action``) against ``backend``, by default a new one of the task's kind
+    (through the plugin registry); the evidence blob is written before EpisodeEnded."""
+    backend = backend or plugins.make_backend(task.backend)
     backend.reset(task)
     ids: dict[str, Any] = dict(
         producer=PRODUCER, run_id=run_id, round=round_, task_id=task.task_id, episode_id=episode_id
@@ -52,7 +52,7 @@ def record_episode(
     events: list[Event] = [
         EpisodeStarted(
             **ids,
-            backend="sandbox",
+            backend=backend.name,
             trust_level=trust,
             policy_version="scripted",
             harness_version="h0",

@@ -10,8 +10,8 @@ import orjson
 from bus_schemas.envelope import Producer, correlate, new_event_id, utc_now
 from bus_schemas.events import TaskGenerationRequested, TaskSpecified
 from consumers.task_constructor.generate import candidates
-from producers.backends.sandbox.backend import SandboxBackend
-from producers.backends.sandbox.verify import verify
+from producers.backends import plugins
+from producers.backends.base import Backend
 from producers.tasks.runner import noop_policy, run_episode
 from producers.tasks.solver import reference_solver
 
@@ -25,13 +25,16 @@ def fingerprint(task: TaskSpecified) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def valid(task: TaskSpecified, backend: SandboxBackend) -> bool:
-    """Solvable (the reference solver passes) and not trivial (doing nothing fails)."""
+def valid(task: TaskSpecified, backend: Backend) -> bool:
+    """Solvable (the reference solver passes) and not trivial (doing nothing fails), by the backend's own judge."""
+    judge = plugins.judge(task.backend)
+    if judge is None:
+        return False
     ref = run_episode(backend, task, reference_solver)
-    if not verify(task, ref.evidence, ref.answer).outcome:
+    if not judge(task, ref.evidence, ref.answer).outcome:
         return False
     noop = run_episode(backend, task, noop_policy)
-    return not verify(task, noop.evidence, noop.answer).outcome
+    return not judge(task, noop.evidence, noop.answer).outcome
 
 
 def construct(
@@ -39,12 +42,12 @@ def construct(
     seeds: list[TaskSpecified],
     held_out: set[str],
     producer: Producer,
-    backend: SandboxBackend | None = None,
+    backend: Backend | None = None,
 ) -> list[TaskSpecified]:
     """Up to ``count`` validated tasks; ``held_out``: fingerprints of tasks in the other splits (never leaked)."""
     if request.backend != "sandbox":
         raise ValueError(f"the task constructor builds sandbox tasks only, not {request.backend!r}")
-    backend = backend or SandboxBackend()
+    backend = backend or plugins.make_backend(request.backend)
     made: list[TaskSpecified] = []
     seen: set[str] = set()
     for tries, task in enumerate(candidates(request, seeds)):

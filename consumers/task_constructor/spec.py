@@ -9,7 +9,7 @@ from consumers.common.sources import Sources
 from consumers.task_constructor.handler import VERSION, construct, fingerprint
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
-from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends import plugins
 
 NAME = "task_constructor"
 PRODUCER = Producer(service=NAME, version=VERSION)
@@ -18,7 +18,7 @@ PRODUCER = Producer(service=NAME, version=VERSION)
 class TaskConstructor:
     def __init__(self) -> None:
         self._sources: Sources | None = None
-        self._backend = SandboxBackend()
+        self._backend = plugins.make_backend("sandbox")  # the templates it draws from are the sandbox's
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, TaskGenerationRequested)

@@ -1,4 +1,8 @@
-"""Pure judgement of one episode: criteria over the backend's evidence, dispatched by backend kind."""
+"""Pure judgement of one episode: criteria over the backend's evidence, by the judge its backend registered.
+
+Judges are plugins (``planner_flywheel.judges`` entry points, ``producers/backends/plugins.py``) keyed by backend
+name; a backend without one, or whose judge fails to load, gets an ``error`` verdict that says why.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,13 @@ from collections.abc import Callable
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Producer, correlate
 from bus_schemas.events import CriterionResult, EpisodeEnded, EpisodeVerified, TaskSpecified
+from producers.backends import plugins
 from producers.backends.base import Evidence
 from producers.backends.evidence import LeanEvidence
 from producers.backends.sandbox.verify import VerificationResult
-from producers.backends.sandbox.verify import verify as verify_sandbox
 
 VERSION = "0.2.0"  # 0.2.0: answers must commit to one value (verify.check_answer)
 Check = Callable[[TaskSpecified, Evidence | LeanEvidence, str], VerificationResult]
-
-CHECKS: dict[str, Check] = {"sandbox": verify_sandbox, "llm_sim": verify_sandbox}
-"""Backends whose evidence is (initial state, final state, calls) JSON judge with the state-based checks."""
 
 
 def _unjudged(
@@ -39,7 +40,10 @@ def judge(
 ) -> EpisodeVerified:
     """Success only when every criterion passes; ``error`` when the episode cannot be judged at all."""
     refs = [ended.final_state] if ended.final_state is not None else []
-    check = CHECKS.get(backend)
+    try:
+        check: Check | None = plugins.judge(backend)
+    except plugins.PluginError as exc:
+        return _unjudged(ended, task, producer, str(exc), refs)
     if check is None:
         return _unjudged(ended, task, producer, f"no verifier for backend {backend!r}", refs)
     if evidence is None:

@@ -204,7 +204,7 @@ class _Episode:
     def run(self) -> EpisodeOutcome:
         self.rec.emit(
             EpisodeStarted,
-            backend=self.task.backend,
+            backend=self.backend.name,  # the backend that ran, which a pool may pick for another task kind
             trust_level=self.backend.trust,
             policy_version=self.h.policy.name,
             harness_version=self.h.version,

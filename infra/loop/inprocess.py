@@ -50,7 +50,7 @@ class InProcessConsumers:
     def __init__(
         self, ports: Ports, config: LoopConfig, state_dir: Path, training_progress: Progress | None = None
     ) -> None:
-        from producers.backends.sandbox import SandboxBackend
+        from producers.backends import plugins
         from producers.pool import EnvironmentPool
         from producers.rollout import RolloutWorker
         from producers.rollout.versions import VersionResolver
@@ -59,7 +59,7 @@ class InProcessConsumers:
         self.runners = [ConsumerRunner(spec, ports, state_dir=state_dir) for spec in specs]
         self.verifier = next(r for r, s in zip(self.runners, specs, strict=True) if s.name == "verifier")
         pool = EnvironmentPool()
-        pool.register("sandbox", SandboxBackend, 1)
+        pool.register("sandbox", plugins.backend_factory("sandbox"), 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
         self.worker = RolloutWorker(
             ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0

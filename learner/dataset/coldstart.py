@@ -12,7 +12,7 @@ from harness_service.skills.library import SkillLibrary
 from infra.bootstrap import Ports
 from infra.events import publish_all
 from learner.episodes import run_judged_episode
-from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends import plugins
 from producers.tasks.solver import harness_reference
 
 Progress = Callable[[int], None]
@@ -29,10 +29,12 @@ def seed_cold_start(
     progress: Progress | None = None,
 ) -> int:
     """Run each task's reference solver through the harness; publish tasks, episodes and verdicts. Returns passes."""
-    backend, passed = SandboxBackend(), 0
+    backends = plugins.Backends()  # one per backend the tasks name, made through the plugin registry
+    passed = 0
     if publish_tasks:
         publish_all(ports.bus, list(tasks))
     for task in tasks:
+        backend = backends[task.backend]
         policy = ScriptedPolicy(harness_reference(task), "reference")
         harness = Harness(config=config, policy=policy, blobs=ports.blobs, events=lambda e: None, skills=skills)
         judged = run_judged_episode(harness, task, backend, RunIds(run_id=run_id, round=0, cause=task.event_id))

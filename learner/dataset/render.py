@@ -1,8 +1,9 @@
 """Re-renders an episode's contexts from its events and its harness version, and checks them against the record.
 
-The episode is replayed deterministically: the task's world is reset with the recorded seed and the
-recorded model outputs are fed back through a harness of the recorded version. Every context it builds
-must hash to the recorded ContextBuilt blob, byte for byte, or the episode is not trained on.
+The episode is replayed deterministically: the backend that ran it (``EpisodeStarted.backend``, made through the
+plugin registry) is reset with the recorded seed and the recorded model outputs are fed back through a harness of
+the recorded version. Every context it builds must hash to the recorded ContextBuilt blob, byte for byte, or the
+episode is not trained on.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
 from learner.dataset.episodes import EpisodeLog, EpisodeRecord
-from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends import plugins
+from producers.backends.base import Backend
 
 BlobReader = Callable[[str], bytes]
 """Reads a blob by sha256 (the learner's view of the blob store)."""
@@ -79,6 +81,15 @@ def _output(record: EpisodeRecord, step: int, read: BlobReader) -> str:
     return read(ref.sha256).decode("utf-8")
 
 
+def _backend(episode_id: str, name: str) -> Backend:
+    """A fresh backend of the kind that ran the episode; one that needs live ports (a simulator, a device)
+    cannot be made offline, and its episodes are not re-rendered."""
+    try:
+        return plugins.make_backend(name)
+    except (plugins.PluginError, TypeError) as exc:
+        raise RenderMismatch(f"{episode_id}: cannot re-create backend {name!r} offline: {exc}") from exc
+
+
 def rerender_episode(
     log: EpisodeLog,
     episode_id: str,
@@ -98,9 +109,8 @@ def rerender_episode(
         config=config, policy=ScriptedPolicy(script, "replay"), blobs=blobs, events=replayed.append, skills=skills
     )
     memory = MemoryStore() if config.memory.enabled else None
-    run_episode(
-        harness, task, SandboxBackend(), RunIds(run_id="rerender", episode_id=episode_id), memory, record.started.seed
-    )
+    backend = _backend(episode_id, record.started.backend)
+    run_episode(harness, task, backend, RunIds(run_id="rerender", episode_id=episode_id), memory, record.started.seed)
     contexts = [e for e in replayed if isinstance(e, ContextBuilt)]
     if len(contexts) < len(order):
         raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")

@@ -15,7 +15,7 @@ from harness_service.ports import BlobSink
 from harness_service.runner.episode import Harness, RunIds
 from harness_service.skills.library import SkillLibrary
 from learner.episodes import PRODUCER, JudgedEpisode, run_judged_episode
-from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends import plugins
 
 EventsSink = Callable[[Sequence[Event]], object]
 
@@ -63,10 +63,11 @@ def evaluate_dev(
     on_task: Callable[[], None] | None = None,
 ) -> DevReport:
     """Every task once (greedy policy, task seed); episodes and verdicts go to ``publish`` as they finish."""
-    backend = SandboxBackend()
+    backends = plugins.Backends()  # one per backend the tasks name, made through the plugin registry
     harness = Harness(config=config, policy=policy, blobs=blobs, events=lambda e: None, skills=skills)
     judged: list[JudgedEpisode] = []
     for task in tasks:
+        backend = backends[task.backend]
         episode = run_judged_episode(harness, task, backend, RunIds(run_id=run_id, round=round, cause=task.event_id))
         publish(episode.events)
         judged.append(episode)

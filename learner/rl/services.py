@@ -18,13 +18,13 @@ class LocalServices:
     def __init__(self, ports: Ports, state_dir: Path) -> None:
         from consumers.registry import build
         from infra.runtime import ConsumerRunner
-        from producers.backends.sandbox import SandboxBackend
+        from producers.backends import plugins
         from producers.pool import EnvironmentPool
         from producers.rollout import RolloutWorker
         from producers.rollout.versions import VersionResolver
 
         envs = EnvironmentPool()
-        envs.register("sandbox", SandboxBackend, 1)
+        envs.register("sandbox", plugins.backend_factory("sandbox"), 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
         self.worker = RolloutWorker(
             ports, envs, name="rl-worker", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0

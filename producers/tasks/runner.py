@@ -14,8 +14,7 @@ from typing import Any
 
 from bus_schemas.actions import Finish, MemoryRead, SkillLoad, ToolCall, ToolError
 from bus_schemas.events.tasks import TaskSpecified
-from producers.backends.base import Evidence, Observation
-from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends.base import Backend, Evidence, Observation
 from producers.backends.sandbox.catalog import TOOLS
 from producers.backends.sandbox.skill_docs import SKILLS
 from producers.tasks.template import Action, Solver
@@ -62,7 +61,7 @@ def load_skill(read: SkillLoad) -> Observation:
     )
 
 
-def run_episode(backend: SandboxBackend, task: TaskSpecified, policy: Policy, max_steps: int = 60) -> Episode:
+def run_episode(backend: Backend, task: TaskSpecified, policy: Policy, max_steps: int = 60) -> Episode:
     """Reset, feed every observation back to the policy until it finishes or runs out of steps."""
     backend.reset(task)
     actions: list[Action] = []

@@ -1,12 +1,11 @@
 """State-based verification: criteria over (initial state, final state, calls, final answer), never a reference plan.
 
-State predicates are registered by name (``state.exists`` ...) so a task names the check and its params; a
-predicate reads the episode through an :class:`EvidenceView` (both states and the calls). Call criteria judge
-the trace alone (``calls.py``); records are picked with ``where`` matches (``where.py``). "Nothing else
-changed" is a diff of the two states against the task's allowed path prefixes. An answer
-must commit to one value (``check_answer``): listing numbers or options, hedging, contradicting itself or
-padding never passes, so a policy cannot farm reward by saying everything
-(tests/unit/sandbox/test_verify_adversarial.py).
+State predicates are registered by name through entry points (``state.exists`` ...) so a task names the check and
+its params; a predicate reads the episode through an :class:`EvidenceView` (both states and the calls). Call
+criteria judge the trace alone (``calls.py``); records are picked with ``where`` matches (``where.py``). "Nothing
+else changed" is a diff of the two states against the task's allowed path prefixes. An answer must commit to one
+value (``check_answer``): listing numbers or options, hedging, contradicting itself or padding never passes, so a
+policy cannot farm reward by saying everything (tests/unit/sandbox/test_verify_adversarial.py).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from bus_schemas.events.tasks import (
     StateCriterion,
     TaskSpecified,
 )
+from producers.backends import plugins
 from producers.backends.base import Evidence
 from producers.backends.evidence import LeanEvidence
 from producers.backends.sandbox.calls import Call, check_calls, read_calls
@@ -64,7 +64,7 @@ class EvidenceView:
 
 
 Predicate = Callable[[EvidenceView, Mapping[str, Any]], Check]
-PREDICATES: dict[str, Predicate] = {}
+"""Registered by name through the ``planner_flywheel.predicates`` entry points (``producers/backends/plugins.py``)."""
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,6 @@ class VerificationResult:
     criteria: list[CriterionResult]
 
 
-def predicate(name: str) -> Callable[[Predicate], Predicate]:
-    def register(fn: Predicate) -> Predicate:
-        PREDICATES[name] = fn
-        return fn
-
-    return register
-
-
 def lookup(state: Mapping[str, Any], path: str) -> Any:
     """Resolve ``/app/collection[/key]``; None when any level is missing."""
     node: Any = state
@@ -98,8 +90,7 @@ def lookup(state: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-@predicate("state.exists")
-def _exists(e: EvidenceView, p: Mapping[str, Any]) -> Check:
+def state_exists(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     """Some record of a table matches; with ``new`` it must not have matched in the initial state."""
     match = where_matcher(p.get("where", {}))
     before = lookup(e.initial, p["path"]) or {}
@@ -108,8 +99,7 @@ def _exists(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     return bool(hits), f"{len(hits)} matching record(s) in {p['path']}"
 
 
-@predicate("state.absent")
-def _absent(e: EvidenceView, p: Mapping[str, Any]) -> Check:
+def state_absent(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     """No record of a table matches (e.g. the email left the inbox, the event was deleted)."""
     match = where_matcher(p.get("where", {}))
     table = lookup(e.final, p["path"]) or {}
@@ -117,8 +107,7 @@ def _absent(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     return not hits, f"still matching: {hits[:5]}" if hits else "none left"
 
 
-@predicate("state.equals")
-def _equals(e: EvidenceView, p: Mapping[str, Any]) -> Check:
+def state_equals(e: EvidenceView, p: Mapping[str, Any]) -> Check:
     """The value at a path equals ``value``, or the record there matches ``where``."""
     have = lookup(e.final, p["path"])
     ok = matches(have, p["where"]) if "where" in p else have == p["value"]
@@ -277,7 +266,10 @@ def _state(evidence: Evidence | LeanEvidence, which: str) -> Mapping[str, Any]:
 
 def _check(c: CompletionCriterion, view: EvidenceView, goal: str, final_answer: str) -> Check:
     if isinstance(c, StateCriterion):
-        fn = PREDICATES.get(c.predicate)
+        try:
+            fn = plugins.predicate(c.predicate)
+        except plugins.PluginError as exc:  # a broken plugin fails the criteria that use it, nothing else
+            return False, str(exc)
         return fn(view, c.params) if fn else (False, f"unknown predicate {c.predicate}")
     if isinstance(c, AnswerCriterion):
         return check_answer(c, final_answer, goal, view.initial if c.match == "contains" else None)

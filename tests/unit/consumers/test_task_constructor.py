@@ -25,6 +25,8 @@ def test_generated_tasks_pass_the_reference_solver_and_fail_the_no_op():
     assert all(valid(t, backend) for t in made)
     assert all(t.category == "memory" and t.split == "train" and t.source.kind == "generated" for t in made)
     assert all(t.causation_id is not None and t.run_id == "run-test" for t in made)
+    # judged by the judge of the backend the task names: one no plugin judges is never valid
+    assert not any(valid(t.model_copy(update={"backend": "unjudged"}), backend) for t in made)
 
 
 def test_construction_is_reproducible_from_the_request():

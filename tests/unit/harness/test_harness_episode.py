@@ -77,6 +77,8 @@ def test_a_scripted_episode_emits_its_events_in_order() -> None:
     started, ended = events[0], events[-1]
     assert isinstance(started, EpisodeStarted) and started.policy_version == "scripted:reference"
     assert started.harness_version.startswith("default@sha256:") and started.parent_episode_id is None
+    # the backend that ran (the toy one), not the kind the task asked for
+    assert (started.backend, started.trust_level, make_task().backend) == ("toy", "exact", "sandbox")
     assert {(e.run_id, e.round, e.task_id, e.episode_id) for e in events} == {
         ("run-1", 2, "task-1", outcome.episode_id)
     }

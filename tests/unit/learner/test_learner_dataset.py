@@ -62,6 +62,22 @@ def test_a_different_harness_under_the_same_version_label_is_caught_not_trained_
     assert all("unknown harness version" in why for why in unknown.skipped.values())
 
 
+def test_an_episode_is_re_rendered_on_the_backend_that_ran_it(seeded) -> None:
+    """The recorded backend, not a hard-coded sandbox: one that needs live ports (a simulator) or is not installed
+    cannot be re-created offline, so its episode is skipped with the reason; the others still build."""
+    ports, config = seeded
+    log = read_log(ports.bus)
+    tops = sorted(e for e, r in log.episodes.items() if r.started.parent_episode_id is None)
+    for episode_id, backend in zip(tops, ("llm_sim", "gone"), strict=False):
+        record = log.episodes[episode_id]
+        record.started = record.started.model_copy(update={"backend": backend})
+    build = build_dataset(log, {harness_version(config): config.harness}, skills(), ports.blobs.get)
+    assert set(build.skipped) == set(tops[:2])
+    assert "cannot re-create backend 'llm_sim' offline: " in build.skipped[tops[0]]
+    assert "cannot re-create backend 'gone' offline: no backend 'gone' is installed" in build.skipped[tops[1]]
+    assert {e.episode_id for e in build.examples} >= set(tops[2:])
+
+
 def test_digest_and_offsets_pin_the_data_and_parquet_round_trips(seeded, tmp_path: Path) -> None:
     ports, config = seeded
     configs = {harness_version(config): config.harness}

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bus_schemas.events.tasks import AnswerCriterion, NoCollateralCriterion
+from producers.backends import plugins
 from producers.backends.base import Evidence
-from producers.backends.sandbox.verify import PREDICATES, EvidenceView, check_answer, check_collateral, matches
+from producers.backends.sandbox.verify import EvidenceView, check_answer, check_collateral, matches
 from producers.backends.sandbox.where import where_matcher
 
 pytestmark = pytest.mark.unit
@@ -87,7 +88,7 @@ def test_a_bad_where_raises_before_any_record_is_seen(where: dict, message: str)
 def test_state_predicates_take_combinators() -> None:
     before = {"a": {"t": {"x": {"v": 1, "tag": "keep"}}}}
     after = {"a": {"t": {"x": {"v": 1, "tag": "keep"}, "y": {"v": 2, "tag": "drop"}}}}
-    absent = PREDICATES["state.absent"]
+    absent = plugins.predicate("state.absent")
     assert absent(_view(before, after), {"path": "/a/t", "where": {"all": [{"v": 2}, {"not": {"tag": "drop"}}]}})[0]
     assert not absent(_view(before, after), {"path": "/a/t", "where": {"any": [{"v": 3}, {"tag": "drop"}]}})[0]
 
@@ -99,7 +100,7 @@ def _view(initial: dict, final: dict) -> EvidenceView:
 def test_exists_with_new_ignores_records_that_already_matched() -> None:
     before = {"a": {"t": {"x": {"v": 1}}}}
     after = {"a": {"t": {"x": {"v": 1}, "y": {"v": 2}}}}
-    exists = PREDICATES["state.exists"]
+    exists = plugins.predicate("state.exists")
     assert not exists(_view(before, before), {"path": "/a/t", "where": {"v": 1}, "new": True})[0]
     assert exists(_view(before, after), {"path": "/a/t", "where": {"v": 2}, "new": True})[0]
 

@@ -4,6 +4,7 @@ predicates that see the calls: a policy is judged on what it did, not only on th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from importlib import metadata
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from consumers.verifier.handler import judge
 from producers.backends.base import Evidence
 from producers.backends.evidence import LeanEvidence, state_delta
 from producers.backends.sandbox.calls import Call, read_call
-from producers.backends.sandbox.verify import PREDICATES, EvidenceView, verify
+from producers.backends.sandbox.verify import EvidenceView, verify
 
 pytestmark = pytest.mark.unit
 
@@ -216,12 +217,14 @@ def test_evidence_whose_calls_name_no_tool_is_unjudgeable() -> None:
     assert verdict.outcome == "error" and "tool name" in verdict.criteria[0].detail
 
 
-def test_a_registered_predicate_sees_the_calls_as_well_as_the_states(monkeypatch: pytest.MonkeyPatch) -> None:
-    def escalated_by_hand_off(e: EvidenceView, p: Mapping[str, Any]) -> tuple[bool, str]:
-        done = any(c.tool == HANDOFF and c.ok for c in e.calls)
-        return done and e.final["support"]["tickets"]["t1"]["status"] == p["status"], "-"
+def escalated_by_hand_off(e: EvidenceView, p: Mapping[str, Any]) -> tuple[bool, str]:
+    done = any(c.tool == HANDOFF and c.ok for c in e.calls)
+    return done and e.final["support"]["tickets"]["t1"]["status"] == p["status"], "-"
 
-    monkeypatch.setitem(PREDICATES, "support.escalated_by_hand_off", escalated_by_hand_off)
+
+def test_a_registered_predicate_sees_the_calls_as_well_as_the_states(install_plugins) -> None:
+    name, value = "support.escalated_by_hand_off", f"{__name__}:escalated_by_hand_off"
+    install_plugins(metadata.EntryPoint(name=name, value=value, group="planner_flywheel.predicates"))
     criterion = StateCriterion(
         id="s", description="-", predicate="support.escalated_by_hand_off", params={"status": "escalated"}
     )
