@@ -12,13 +12,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from harness_service.policy.inference import DEFAULT_INFERENCE, Inference, parse_inference
 
 
 class ConfigError(ValueError):
@@ -104,6 +106,10 @@ class Settings(BaseSettings):
     bus: str = "sqlite:///.flywheel/bus.db"
     blobs: str = "file:.flywheel/blobs"
     registry: str = "sqlite:///.flywheel/mlflow.db"
+    # How a model version becomes a policy (harness_service.policy.inference): local: | openai+http(s)://... | vllm:
+    inference: str = DEFAULT_INFERENCE
+    # The key sent to an openai+http(s) server (FLYWHEEL_INFERENCE_API_KEY); OPENAI_API_KEY when unset.
+    inference_api_key: SecretStr | None = None
     # Credentials for s3:// blob URLs; the endpoint is taken from the URL query (?endpoint=host:port).
     s3_access_key: str = "flywheel"
     s3_secret_key: SecretStr = SecretStr("flywheel-local-secret")
@@ -115,6 +121,19 @@ class Settings(BaseSettings):
     # Events larger than this are rejected by the codec; put large payloads in the blob store.
     max_inline_payload_bytes: int = 64 * 1024
     stack: StackSettings = Field(default_factory=StackSettings)
+
+    @field_validator("inference")
+    @classmethod
+    def _known_inference(cls, url: str) -> str:
+        parse_inference(url)  # an unknown scheme or parameter fails at load, naming the supported ones
+        return url
+
+    def inference_port(self) -> Inference:
+        """The parsed ``inference`` URL with its API key (``inference_api_key``, else ``OPENAI_API_KEY``)."""
+        key = self.inference_api_key or (
+            SecretStr(os.environ["OPENAI_API_KEY"]) if os.environ.get("OPENAI_API_KEY") else None
+        )
+        return parse_inference(self.inference, api_key=key)
 
     @classmethod
     def settings_customise_sources(

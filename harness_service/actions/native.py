@@ -6,11 +6,20 @@ A model served behind an OpenAI-compatible endpoint is offered the step's tools 
 fields). A structured reply (the message's ``tool_calls``) is recorded as the Hermes text Qwen's chat template
 writes, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, so the episode keeps the model's output as
 text and the parser reads it like a model that wrote the tags itself.
+
+Hosted APIs accept only function names matching ``^[a-zA-Z0-9_-]{1,64}$``, and our tools are named like
+``notes.add``. With ``safe_names`` a step's functions are sent under :func:`safe_function_name` (``.`` becomes
+``__``, any other character outside that set ``-XX`` in hex, a name over 64 characters is cut and suffixed with a
+digest) and a reply's calls are mapped back through the step's own table (:func:`sent_names`) before they are
+recorded, so the recorded ``<tool_call>`` text carries the real tool name and replays exactly; a name the step never
+offered is recorded as the model wrote it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,6 +48,36 @@ ACTION_FUNCTIONS: dict[str, tuple[type[BaseModel], str]] = {
 A backend tool of the same name wins: it is offered and called as the tool, and the action function is not sent."""
 
 
+SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_UNSAFE_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def safe_function_name(name: str) -> str:
+    """``name`` as a hosted API accepts it: unchanged when it already matches :data:`SAFE_NAME`."""
+    if SAFE_NAME.match(name):
+        return name
+    safe = _UNSAFE_CHAR.sub(lambda m: "__" if m[0] == "." else f"-{ord(m[0]):02X}", name)
+    if 1 <= len(safe) <= 64:
+        return safe
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{safe[:55]}-{digest}" if safe else f"fn-{digest}"
+
+
+def sent_names(tools: Sequence[ToolSpec], *, safe_names: bool = False) -> dict[str, str]:
+    """Every function name of one step (its tools, then the action functions not shadowed by a tool), mapped to the
+    name it is sent under: itself, or with ``safe_names`` its :func:`safe_function_name` (made unique by a digest
+    suffix when two names would collide)."""
+    names = [tool.name for tool in tools]
+    names += [name for name in ACTION_FUNCTIONS if name not in names]
+    table: dict[str, str] = {}
+    for name in names:
+        sent = safe_function_name(name) if safe_names else name
+        if sent in table.values():
+            sent = f"{sent[:55]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+        table[name] = sent
+    return table
+
+
 def _function(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
@@ -57,12 +96,14 @@ def _action_parameters(model: type[BaseModel]) -> dict[str, Any]:
     return parameters
 
 
-def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """The OpenAI ``tools`` field of one step: its tools in the order given, then the action functions."""
+def function_tools(tools: Sequence[ToolSpec], *, safe_names: bool = False) -> list[dict[str, Any]]:
+    """The OpenAI ``tools`` field of one step: its tools in the order given, then the action functions, each under
+    the name :func:`sent_names` gives it."""
+    sent = sent_names(tools, safe_names=safe_names)
     names = {tool.name for tool in tools}
-    offered = [_function(tool.name, tool.description, tool.parameters) for tool in tools]
+    offered = [_function(sent[tool.name], tool.description, tool.parameters) for tool in tools]
     offered += [
-        _function(name, description, _action_parameters(model))
+        _function(sent[name], description, _action_parameters(model))
         for name, (model, description) in ACTION_FUNCTIONS.items()
         if name not in names
     ]

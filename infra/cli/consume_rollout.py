@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
+from infra.cli.run import BlobsOpt, BusOpt, InferenceOpt, RegistryOpt
 from infra.cli.signals import stop_on_signals
 
 console = Console(stderr=True)
@@ -80,7 +80,7 @@ def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) ->
     settings = load_settings(**options.overrides)
     ports = Ports(open_bus(settings.bus, settings), open_blob_store(settings.blobs, settings), LazyRegistry(settings))
     ensure_topics(ports.bus)
-    resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints")
+    resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints", settings.inference_port())
     pool = _pool(options, ports, resolver)
     worker = RolloutWorker(
         ports,
@@ -130,12 +130,13 @@ def rollout_worker(
     bus: BusOpt = None,
     blobs: BlobsOpt = None,
     registry: RegistryOpt = None,
+    inference: InferenceOpt = None,
 ) -> None:
     """Run rollout workers: consume RolloutRequested, run each (group of) episode(s) through the harness in the
     requested backend, publish the episode events, commit. A request a crashed worker left half-done is re-run
     under a new attempt, and the broken attempt is closed with EpisodeEnded(reason=abandoned)."""
     options = WorkerOptions(
-        {"bus": bus, "blobs": blobs, "registry": registry},
+        {"bus": bus, "blobs": blobs, "registry": registry, "inference": inference},
         state_dir,
         idle_exit,
         sandbox_cap,

@@ -17,6 +17,14 @@ BlobsOpt = Annotated[
     str | None, typer.Option("--blobs", help="s3://bucket?endpoint=host:port or file:///abs/dir | file:rel/dir")
 ]
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlflow-host:port or sqlite:///file.db")]
+InferenceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--inference",
+        help="How model versions run: local: (transformers in process, default) | openai+http(s)://host:port/v1"
+        "[?model=NAME&safe_names=1] (an OpenAI-compatible server) | vllm: (offline engine, GPU)",
+    ),
+]
 
 
 def _loop_config(path: Path):  # noqa: ANN202 (LoopConfig, imported lazily)
@@ -88,6 +96,7 @@ def run(
     bus: BusOpt = None,
     blobs: BlobsOpt = None,
     registry: RegistryOpt = None,
+    inference: InferenceOpt = None,
 ) -> None:
     """Run the closed loop: tasks -> rollouts -> verification -> curation -> diagnosis -> reweighting -> training
     -> dev evaluation -> harness revision, N rounds, on the embedded adapters under ./.flywheel/ by default
@@ -123,13 +132,14 @@ def run(
     if learner:
         updates["learner"] = base.learner.model_copy(update=learner)
     loop = LoopConfig.model_validate({**base.model_dump(), **updates})
-    settings = load_settings(bus=bus, blobs=blobs, registry=registry)
+    settings = load_settings(bus=bus, blobs=blobs, registry=registry, inference=inference)
     name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     log_file = quiet_console(loop.out_dir / name / "logs" / "flywheel.log")
     console.print(
         f"[bold]flywheel run[/] {name}: profile {profile}, {loop.rounds} rounds, consumers "
         f"{'as processes' if spawn_consumers else 'in-process'}\n  bus={mask_credentials(settings.bus)}\n"
         f"  blobs={mask_credentials(settings.blobs)}\n  registry={mask_credentials(settings.registry)}\n"
+        f"  inference={mask_credentials(settings.inference)}\n"
         f"  library output (bars, warnings, logs): {log_file}"
     )
     with exit_on_sigterm() as stopping:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from harness_service.policy.inference import LOCAL, Inference
 from infra.bootstrap import Ports
 from infra.loop.config import CONSUMER_NAMES, LoopConfig
 from infra.runtime import ConsumerRunner, ConsumerSpec
@@ -48,7 +49,12 @@ def consumer_specs(
 
 class InProcessConsumers:
     def __init__(
-        self, ports: Ports, config: LoopConfig, state_dir: Path, training_progress: Progress | None = None
+        self,
+        ports: Ports,
+        config: LoopConfig,
+        state_dir: Path,
+        training_progress: Progress | None = None,
+        inference: Inference = LOCAL,
     ) -> None:
         from producers.backends import plugins
         from producers.pool import EnvironmentPool
@@ -60,7 +66,7 @@ class InProcessConsumers:
         self.verifier = next(r for r, s in zip(self.runners, specs, strict=True) if s.name == "verifier")
         pool = EnvironmentPool()
         pool.register("sandbox", plugins.backend_factory("sandbox"), 1)
-        resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
+        resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", inference, check_every_s=0.0)
         self.worker = RolloutWorker(
             ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0
         )

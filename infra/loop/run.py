@@ -94,10 +94,10 @@ def run_loop(
         with LoopView(console, enabled=show_progress) as view:
             if spawn:
                 consumers: InProcessConsumers | SpawnedConsumers = SpawnedConsumers(
-                    config, urls, state_dir, out_dir / "logs"
+                    config, urls, state_dir, out_dir / "logs", settings.inference
                 )
             else:
-                consumers = InProcessConsumers(ports, config, state_dir, view.training)
+                consumers = InProcessConsumers(ports, config, state_dir, view.training, settings.inference_port())
             try:
                 tracked = ParentRun(ports.registry, parent)
 
@@ -132,7 +132,7 @@ def run_loop(
         report = build_report(
             run_id, run_events(ports, run_id), stage_seconds(monitor.rounds.values()), read_patch=ports.blobs.get
         )
-        shown = {name: mask_credentials(getattr(settings, name)) for name in ("bus", "blobs", "registry")}
+        shown = {name: mask_credentials(getattr(settings, name)) for name in ("bus", "blobs", "registry", "inference")}
         report.settings.update(
             {
                 **shown,

@@ -17,7 +17,9 @@ class ConsumerDied(RuntimeError):
 
 
 class SpawnedConsumers:
-    def __init__(self, config: LoopConfig, urls: dict[str, str], state_dir: Path, log_dir: Path) -> None:
+    def __init__(
+        self, config: LoopConfig, urls: dict[str, str], state_dir: Path, log_dir: Path, inference: str = "local:"
+    ) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         learner_config = state_dir / "learner.json"
         learner_config.parent.mkdir(parents=True, exist_ok=True)
@@ -28,6 +30,7 @@ class SpawnedConsumers:
             **reviser_env(config),
             "FLYWHEEL_LEARNER_CONFIG": str(learner_config),
             "HF_HUB_OFFLINE": "1",
+            "FLYWHEEL_INFERENCE": inference,  # read by the rollout worker only (its --inference)
         }
         names = [n for n in CONSUMER_NAMES if n != "harness_reviser" or config.revise_harness] + ["rollout-worker"]
         flags = [f"--{k}={v}" for k, v in urls.items()]

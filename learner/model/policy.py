@@ -52,10 +52,10 @@ class PlannerPolicy:
         self._copy_bias = CopyBias(tokenizer, self.window.copy_bias) if self.window.copy_bias > 0 else None
 
     @classmethod
-    def from_dir(cls, path: Path, *, name: str | None = None, **options: Any) -> PlannerPolicy:
+    def from_dir(cls, path: Path, *, name: str | None = None, device: str = "cpu", **options: Any) -> PlannerPolicy:
         from learner.model.factory import load_checkpoint
 
-        model, tokenizer = load_checkpoint(path)
+        model, tokenizer = load_checkpoint(path, device)
         options.setdefault("window", PromptWindow.load(path))
         return cls(model, tokenizer, name=name or f"local:{path.name}", **options)
 

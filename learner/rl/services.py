@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from harness_service.policy.inference import LOCAL, Inference
 from infra.bootstrap import Ports
 
 
 class LocalServices:
     """``pump()`` steps the worker and the verifier once; ``close()`` leaves their groups."""
 
-    def __init__(self, ports: Ports, state_dir: Path) -> None:
+    def __init__(self, ports: Ports, state_dir: Path, inference: Inference = LOCAL) -> None:
         from consumers.registry import build
         from infra.runtime import ConsumerRunner
         from producers.backends import plugins
@@ -25,7 +26,7 @@ class LocalServices:
 
         envs = EnvironmentPool()
         envs.register("sandbox", plugins.backend_factory("sandbox"), 1)
-        resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", check_every_s=0.0)
+        resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", inference, check_every_s=0.0)
         self.worker = RolloutWorker(
             ports, envs, name="rl-worker", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0
         )

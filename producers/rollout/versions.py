@@ -1,9 +1,11 @@
 """Resolves a request's policy and harness versions to live objects, cached per version, reloaded on new versions.
 
-Policy refs: ``scripted:reference`` (the sandbox reference solver, per task), a local checkpoint
-directory (``local:/path`` or a path), or a registry ref (``models:/planner@production``,
-``planner/3``) whose artifacts are downloaded once and loaded with ``TransformersPolicy.from_dir`` (or the learner's
-``PlannerPolicy`` when the checkpoint carries the prompt window it was trained on).
+Policy refs: ``scripted:reference`` (the sandbox reference solver, per task, always in process), a local checkpoint
+directory (``local:/path`` or a path), or a registry ref (``models:/planner@production``, ``planner/3``). A checkpoint
+becomes a policy through the inference port (``harness_service.policy.inference``): with ``local:`` (the default) or
+``vllm:`` a registry version's artifacts are downloaded once and loaded in process (``TransformersPolicy``, or the
+learner's ``PlannerPolicy`` when the checkpoint carries the prompt window it was trained on); with
+``openai+http(s)://`` nothing is downloaded and the server is asked for the version by name (``planner/3``).
 Harness refs: ``default`` (``HarnessConfig()``) or a registry ref (``harness@production``, ``harness/2``).
 Alias refs are re-resolved after the ``models`` or ``harness`` topic grows (ModelVersionRegistered,
 HarnessVersionPublished), so new episodes pick up a new ``@production`` without a restart.
@@ -20,6 +22,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.topics import TOPIC_HARNESS, TOPIC_MODELS
 from harness_service.config import HarnessConfig
 from harness_service.policy.base import Policy
+from harness_service.policy.inference import LOCAL, Inference
 from harness_service.policy.scripted import ScriptedPolicy
 from infra.bus.port import Bus
 from infra.registry.port import Registry, VersionRef
@@ -55,14 +58,20 @@ class VersionResolver:
     """Per-version caches of loaded policies and harness configs; ``refresh`` drops alias resolutions."""
 
     def __init__(
-        self, registry: Registry | None, bus: Bus, cache_dir: Path, device: str = "cpu", check_every_s: float = 2.0
+        self,
+        registry: Registry | None,
+        bus: Bus,
+        cache_dir: Path,
+        inference: Inference = LOCAL,
+        check_every_s: float = 2.0,
     ) -> None:
+        inference.check_available()  # a vllm: worker without vLLM or a GPU fails at start, not per request
         self.registry = registry
+        self.inference = inference
         self.check_every_s = check_every_s
         self._checked_at = float("-inf")
         self.bus = bus
         self.cache_dir = cache_dir
-        self.device = device
         self._aliases: dict[str, VersionRef] = {}
         self._policies: dict[str, Policy] = {}
         self._harnesses: dict[str, tuple[HarnessConfig, str | None]] = {}
@@ -89,9 +98,14 @@ class VersionResolver:
             return SCRIPTED[ref]
         if ref.startswith("local:") or Path(ref).is_dir():
             folder = Path(ref.removeprefix("local:"))
-            return self._cached(str(folder.resolve()), lambda: self._load_dir(folder, f"local:{folder.name}"))
+            label = f"local:{folder.name}"
+            if self.inference.serves_remotely:  # the server was started on this directory: named by its path
+                return self._cached(str(folder.resolve()), lambda: self.inference.served_policy(str(folder), label))
+            return self._cached(str(folder.resolve()), lambda: self.inference.checkpoint_policy(folder, label))
         version = self._resolve(ref.removeprefix("models:/"))
         label = f"{version.name}/{version.version}"
+        if self.inference.serves_remotely:
+            return self._cached(label, lambda: self.inference.served_policy(label, label))
         return self._cached(label, lambda: self._download(version, label))
 
     def harness(self, ref: str) -> tuple[HarnessConfig, str | None]:
@@ -142,13 +156,4 @@ class VersionResolver:
         folders = [p.parent for p in dst.rglob("config.json")]
         if not folders:
             raise UnknownVersion(f"{label}: no checkpoint (config.json) in its artifacts")
-        return self._load_dir(folders[0], label)
-
-    def _load_dir(self, folder: Path, label: str) -> Policy:
-        if (folder / "prompt_window.json").exists():  # the learner's checkpoints: trained on a prompt window
-            from learner.model.policy import PlannerPolicy
-
-            return PlannerPolicy.from_dir(folder, name=label)
-        from harness_service.policy.transformers_local import TransformersPolicy
-
-        return TransformersPolicy.from_dir(folder, name=label, device=self.device)
+        return self.inference.checkpoint_policy(folders[0], label)

@@ -1,0 +1,165 @@
+"""The rollout worker's policies through the inference port: a registered version is asked of an OpenAI-compatible
+server by name (nothing downloaded) or loaded in process, and the episode records the same version and usage."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import SecretStr
+
+from bus_schemas.actions import Finish, ToolCall
+from bus_schemas.envelope import Producer
+from bus_schemas.events.episodes import ActionTaken, EpisodeEnded, EpisodeStarted
+from bus_schemas.events.rollouts import RolloutRequested
+from harness_service.policy.inference import parse_inference
+from harness_service.policy.openai_http import OpenAICompatiblePolicy
+from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
+from infra.events import ensure_topics, from_record, publish
+from infra.registry.port import Registry
+from producers.backends.sandbox import SandboxBackend
+from producers.pool import EnvironmentPool
+from producers.rollout import RolloutWorker
+from producers.rollout.versions import VersionResolver
+from producers.tasks import build_task_suite
+
+pytestmark = pytest.mark.unit
+P = Producer(service="test", version="0")
+TASK = build_task_suite("unit")[0]
+TOOL = TASK.tools[0]  # contacts.list_contacts: a read, valid with {"limit": 2}
+USAGE = {"prompt_tokens": 321, "completion_tokens": 17, "completion_tokens_details": {"reasoning_tokens": 4}}
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    """``/v1/chat/completions`` answering a fixed native tool call, then ``finish``; records every request body."""
+
+    requests: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeOpenAI.requests.append(body)
+        if self.path != "/v1/chat/completions" or self.headers.get("Authorization") != "Bearer sk-test":
+            self._send(401, {"error": "unauthorised"})
+            return
+        offered = {tool["function"]["name"] for tool in body.get("tools", [])}
+        name, arguments = (
+            (TOOL.replace(".", "__"), '{"limit": 2}') if len(FakeOpenAI.requests) == 1 else ("finish", "{}")
+        )
+        assert name in offered, f"{name} was not offered: {sorted(offered)}"
+        call = {"id": "c", "type": "function", "function": {"name": name, "arguments": arguments}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        self._send(200, {"choices": [{"message": message}], "usage": USAGE})
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server naming)
+        pass
+
+
+@pytest.fixture
+def server_url() -> Iterator[str]:
+    FakeOpenAI.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    """``planner/1`` registered with a checkpoint artifact (a config.json is all the resolver looks for)."""
+    registry = open_registry(f"sqlite:///{tmp_path}/mlflow.db")
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{}")
+    run = registry.start_run("planner")
+    registry.log_artifacts(run, checkpoint, "checkpoint")
+    registry.register_version("planner", run, "checkpoint")
+    return registry
+
+
+@pytest.fixture
+def ports(tmp_path: Path, registry: Registry) -> Ports:
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5")
+    ensure_topics(bus)
+    publish(bus, TASK)
+    return Ports(bus, open_blob_store(f"file:///{tmp_path}/blobs"), registry)
+
+
+def test_an_openai_port_asks_the_server_for_the_version_and_downloads_nothing(ports: Ports, tmp_path: Path) -> None:
+    port = parse_inference("openai+http://127.0.0.1:9/v1")
+    resolver = VersionResolver(ports.registry, ports.bus, tmp_path / "cache", port, check_every_s=0.0)
+    policy = resolver.policy("models:/planner/1")(TASK)
+    assert isinstance(policy, OpenAICompatiblePolicy)
+    assert (policy.name, policy.model, policy.config.base_url) == ("planner/1", "planner/1", "http://127.0.0.1:9/v1")
+    assert not (tmp_path / "cache").exists()
+    assert resolver.policy("planner/1")(TASK) is policy  # cached per version
+    folder = tmp_path / "ckpt"
+    local_dir = resolver.policy(f"local:{folder}")(TASK)
+    assert isinstance(local_dir, OpenAICompatiblePolicy)
+    assert (local_dir.name, local_dir.model) == ("local:ckpt", str(folder))  # `vllm serve PATH` names it by path
+
+
+def test_the_local_port_downloads_the_version_and_loads_it_in_process(
+    ports: Ports, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness_service.policy.transformers_local import TransformersPolicy
+
+    loaded: list[tuple[Path, str, str]] = []
+
+    def from_dir(path: Path, *, name: str, device: str) -> Any:
+        loaded.append((path, name, device))
+        return TransformersPolicy.__new__(TransformersPolicy)
+
+    monkeypatch.setattr(TransformersPolicy, "from_dir", from_dir)
+    resolver = VersionResolver(ports.registry, ports.bus, tmp_path / "cache", parse_inference("local:?device=cpu"))
+    policy = resolver.policy("planner/1")(TASK)
+    assert isinstance(policy, TransformersPolicy)
+    [(path, name, device)] = loaded
+    assert (name, device) == ("planner/1", "cpu") and (path / "config.json").is_file()
+    assert path.is_relative_to(tmp_path / "cache" / "planner" / "1")
+    assert resolver.policy("scripted:reference")(TASK).name == "scripted:reference"  # scripted stays in process
+
+
+def test_a_rollout_through_an_openai_server_records_its_tool_call_and_usage(
+    ports: Ports, tmp_path: Path, server_url: str
+) -> None:
+    url = f"{server_url.replace('http://', 'openai+http://')}?safe_names=1"
+    port = parse_inference(url, api_key=SecretStr("sk-test"))
+    resolver = VersionResolver(ports.registry, ports.bus, tmp_path / "cache", port, check_every_s=0.0)
+    pool = EnvironmentPool()
+    pool.register("sandbox", SandboxBackend, 1)
+    worker = RolloutWorker(ports, pool, state_dir=tmp_path / "state", resolver=resolver, claim_grace_s=0.0)
+    fields: dict[str, Any] = {"producer": P, "run_id": "unit", "task_id": TASK.task_id, "seed": 0}
+    request = RolloutRequested(
+        **fields, policy_version="planner/1", harness_version="default", backend="sandbox", budgets=TASK.budgets
+    )
+    publish(ports.bus, request)
+    try:
+        worker.run(idle_exit_s=0.5)
+    finally:
+        worker.close()
+    events = [from_record(r) for r in ports.bus.replay("episodes")]
+    [started] = [e for e in events if isinstance(e, EpisodeStarted)]
+    taken = [e for e in events if isinstance(e, ActionTaken)]
+    [ended] = [e for e in events if isinstance(e, EpisodeEnded)]
+    assert started.policy_version == "planner/1" and ended.reason == "finished"
+    assert [e.action for e in taken] == [ToolCall(name=TOOL, args={"limit": 2}), Finish(answer="")]
+    recorded = ports.blobs.get(taken[0].raw_output).decode()
+    assert recorded == f'<tool_call>\n{{"name": "{TOOL}", "arguments": {{"limit": 2}}}}\n</tool_call>'
+    assert [(e.input_tokens, e.output_tokens, e.thinking_tokens) for e in taken] == [(321, 17, 4)] * 2
+    assert [body["model"] for body in FakeOpenAI.requests] == ["planner/1", "planner/1"]
+    assert TOOL.replace(".", "__") in {t["function"]["name"] for t in FakeOpenAI.requests[0]["tools"]}
