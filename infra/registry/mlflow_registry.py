@@ -66,6 +66,12 @@ def _version_errors(ref: str, url: str) -> Iterator[None]:
         raise RegistryError(f"{ref!r} in {url}: {mask_credentials(exc.message)}") from exc
 
 
+def _lost_alias_race(message: str) -> bool:
+    """An alias insert refused because a concurrent call inserted it first (SQLite and PostgreSQL wordings)."""
+    text = message.lower()
+    return "registered_model_aliases" in text and ("unique constraint" in text or "duplicate key" in text)
+
+
 class MlflowRegistry:
     """A :class:`~infra.registry.port.Registry` on MLflow's tracking store and model registry."""
 
@@ -297,8 +303,18 @@ class MlflowRegistry:
         return self._ref(self._client.get_model_version(name, mv.version))
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
+        """Point ``alias`` at ``version``. MLflow inserts a new alias without a lock, so two processes naming the same
+        alias at once can lose the insert race (a unique-constraint error); then the alias exists and one more call
+        moves it, the outcome of two calls in a row."""
+        from mlflow.exceptions import MlflowException
+
         with _version_errors(f"{name}/{version}", self.url):
-            self._client.set_registered_model_alias(name, alias, str(version))
+            try:
+                self._client.set_registered_model_alias(name, alias, str(version))
+            except MlflowException as exc:
+                if not _lost_alias_race(exc.message):
+                    raise
+                self._client.set_registered_model_alias(name, alias, str(version))
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
         with _version_errors(f"{name}/{version}", self.url):
