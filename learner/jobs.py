@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bus_schemas.envelope import Event
+from bus_schemas.events import EpisodeVerified, RoundStarted
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.runner.episode import Harness
@@ -28,12 +30,15 @@ from learner.model.policy import PlannerPolicy
 from learner.model.tokenizer import train_tokenizer
 from learner.model.window import PromptWindow, turn_corpus
 from learner.registry import ARTIFACT_PATH, PRODUCER, Lineage, promote_if_better, register_checkpoint
+from learner.rl.frontier import frontier
 from learner.rl.loop import RlState, RlStepReport, rollouts_digest, run_steps
 from learner.rl.rollouts import Pump
 from learner.sft.trainer import SftResult, train_sft
 from learner.tasks import template_tasks
 from producers.backends.sandbox.skill_docs import SKILLS_DIR
 from producers.tasks import build_task_suite
+
+_log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 """(done, total) for a progress bar."""
@@ -318,6 +323,26 @@ def rl_tasks(ports: Ports, config: LearnerConfig, run_id: str) -> list[TaskSpeci
     return pool
 
 
+def own_verdicts(ports: Ports, run_id: str) -> list[EpisodeVerified]:
+    """The run's verdicts on the model's episodes: rounds rolled out by a scripted policy (the cold start) excluded."""
+    from bus_schemas.topics import TOPIC_ROUNDS, TOPIC_VERDICTS
+
+    topics = ports.bus.topics()
+    if TOPIC_VERDICTS not in topics:
+        return []
+    rounds = decodable(ports.bus.replay(TOPIC_ROUNDS)) if TOPIC_ROUNDS in topics else []
+    scripted = {
+        e.round
+        for e in rounds
+        if isinstance(e, RoundStarted) and e.run_id == run_id and e.policy_version.startswith("scripted:")
+    }
+    return [
+        e
+        for e in decodable(ports.bus.replay(TOPIC_VERDICTS))
+        if isinstance(e, EpisodeVerified) and e.run_id == run_id and e.round not in scripted
+    ]
+
+
 def rl_history(reports: Sequence[RlStepReport], first_step: int = 1) -> list[tuple[int, dict[str, float]]]:
     """Each GRPO step's figures at its step number: reward (mean, std), success, loss, KL, clipping, staleness,
     tokens, and the CARE reward's schedule (its index in ``SCHEDULES``, cost weight, partial credit), mean cost
@@ -412,10 +437,23 @@ def run_rl(
         if progress is not None:
             progress(done[0], total)
 
+    pool = rl_tasks(ports, config, run_id)
+    focus_metrics: dict[str, float] = {}
+    if config.rl.focus == "frontier":
+        focus = frontier(pool, own_verdicts(ports, run_id))
+        _log.info(
+            "rl frontier: %d of %d train tasks in %d template(s)%s",
+            len(focus.tasks),
+            len(pool),
+            len(focus.templates),
+            " (none yet: the whole pool)" if focus.fallback else "",
+        )
+        pool = focus.tasks
+        focus_metrics = {"rl_frontier_tasks": float(0 if focus.fallback else len(focus.tasks))}
     reports, episodes = run_steps(
         state,
         ports,
-        rl_tasks(ports, config, run_id),
+        pool,
         steps=steps,
         harness_version=rl_harness_version(ports, config, run_id, round),
         settings=config.rl,
@@ -438,6 +476,7 @@ def run_rl(
     state.window.save(target)
     metrics = {
         **sft_metrics,
+        **focus_metrics,
         "rl_steps": float(len(reports)),
         "rl_episodes": float(sum(r.episodes for r in reports)),
         "rl_success_rate": success,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,9 @@ class RlSettings(BaseModel):
     max_staleness: Annotated[int, Field(ge=0)] = 1
     """Rollouts from weights more than this many updates behind the trained ones are not trained on. With 1,
     the next step's rollouts are requested before this step's update (workers sample while the learner trains)."""
+    focus: Literal["pool", "frontier"] = "pool"
+    """Which train tasks the steps sample: ``pool`` all of them; ``frontier`` those of templates the model solves
+    sometimes (its own judged episodes so far), where a group can disagree (``learner.rl.frontier``)."""
     steps_per_round: Annotated[int, Field(ge=1)] = 4
     """GRPO steps of one training run (a round of ``--algorithm rl`` or ``mixed``)."""
     sft_steps: Annotated[int, Field(ge=0)] = 0
