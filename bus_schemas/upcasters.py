@@ -69,3 +69,9 @@ def _action_rejected_v1_to_v2(raw: RawEvent) -> RawEvent:
 def _rollout_requested_v1_to_v2(raw: RawEvent) -> RawEvent:
     """v2 added ``temperature``; v1 requests ran the policy's own decoding."""
     return {**raw, "temperature": None}
+
+
+@upcaster("TaskSpecified", 1)
+def _task_specified_v1_to_v2(raw: RawEvent) -> RawEvent:
+    """v2 made the sandbox's fields optional and added ``backend_params``; a v1 task had none."""
+    return {**raw, "backend_params": {}}

@@ -136,7 +136,7 @@ class MemoryFact(Record):
 class InitialConditions(Record):
     """Everything needed to rebuild the task's starting world deterministically."""
 
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)]
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
     fixtures: dict[str, JsonData] = Field(default_factory=dict)  # app-specific state overrides
     memories: list[MemoryFact] = Field(default_factory=list)  # seeded into the harness memory only
 
@@ -161,24 +161,36 @@ class Budgets(Record):
 
 
 class TaskSpecified(Event):
-    """A new task. It carries no reference trajectory: only the goal, the world and the checks."""
+    """A new task. It carries no reference trajectory: only the goal, the world and the checks.
+
+    Only the goal, the loop's labels (category, split) and where it runs (backend) are required. The sandbox's
+    notions are optional, so a task of another environment states only what it has: ``apps``/``tools`` (the
+    sandbox's allow-list; empty: the backend offers its own tools), ``initial_conditions`` (seed 0 and no fixtures
+    by default), ``difficulty`` (unrated tasks count as 1 for the curriculum) and ``criteria`` (empty: the
+    backend's own judge decides; the built-in judge refuses to judge a task without any). ``backend_params``
+    carries what only the backend understands (a domain, a user script, a benchmark's own task record).
+    """
 
     event_type: Literal["TaskSpecified"] = "TaskSpecified"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     task_id: Name
     goal: Annotated[str, Field(min_length=1, max_length=16384)]
-    apps: list[Name]
-    tools: list[Name]
-    initial_conditions: InitialConditions
+    apps: list[Name] = Field(default_factory=list)
+    tools: list[Name] = Field(default_factory=list)
+    initial_conditions: InitialConditions = Field(default_factory=InitialConditions)
     category: Capability
-    tags: list[CapabilityTag]
-    difficulty: Difficulty
+    tags: list[CapabilityTag] = Field(default_factory=list)
+    difficulty: Difficulty = 1
     split: Split
     backend: BackendKind
-    criteria: Annotated[list[CompletionCriterion], Field(min_length=1)]
+    criteria: list[CompletionCriterion] = Field(default_factory=list)
     source: TaskSource
     skills: list[Name] = Field(default_factory=list)  # skill names relevant to the task
     budgets: Budgets | None = None
+    backend_params: dict[str, JsonData] = Field(default_factory=dict)
+    observation_chars: Annotated[int, Field(ge=64, le=1_000_000)] | None = None
+    """How much of the first observation and of each tool result the context keeps (characters); None: the
+    harness config's ``turn_chars``. A task whose first observation is a long domain policy raises it."""
 
     @model_validator(mode="after")
     def _criterion_ids_unique(self) -> TaskSpecified:

@@ -23,7 +23,9 @@ Check = Callable[[TaskSpecified, Evidence | LeanEvidence, str], VerificationResu
 def _unjudged(
     ended: EpisodeEnded, task: TaskSpecified, producer: Producer, why: str, evidence: list[BlobRef]
 ) -> EpisodeVerified:
-    results = [CriterionResult(criterion_id=c.id, passed=False, detail=why) for c in task.criteria]
+    # a task that leaves its checks to a judge still gets the reason, as the judge's one criterion
+    ids = [c.id for c in task.criteria] or ["judge"]
+    results = [CriterionResult(criterion_id=i, passed=False, detail=why) for i in ids]
     return EpisodeVerified(
         producer=producer,
         **{**correlate(ended), "task_id": task.task_id, "episode_id": ended.episode_id},

@@ -284,7 +284,10 @@ def verify(task: TaskSpecified, evidence: Evidence | LeanEvidence, final_answer:
     A state is read only when a criterion needs it: with lean evidence a no-collateral check reads the delta
     and a call criterion the trace, so the initial state is fetched (once per task instance) only for state and
     answer criteria. A criterion the verifier cannot parse (an unknown ``where`` operator) fails with the reason.
+    A task without criteria raises ``TypeError`` (the verifier's "unjudgeable": an ``error`` verdict).
     """
+    if not task.criteria:  # all() of nothing is True: a task without checks must not pass for doing nothing
+        raise TypeError(f"task {task.task_id} has no criteria, and the built-in judge judges only by criteria")
     view = EvidenceView(evidence)
     if not isinstance(evidence, LeanEvidence):  # full states: a wrong shape is unjudgeable, whatever the criteria
         _state(evidence, "initial_state"), _state(evidence, "final_state")

@@ -47,7 +47,11 @@ def judge_echo(task: Any, evidence: Evidence, answer: str) -> VerificationResult
     """Every criterion passes when the answer repeats the last thing said (and something was said)."""
     said = evidence.final_state["said"] if isinstance(evidence.final_state, dict) else []
     passed = bool(said) and answer == said[-1]
-    results = [CriterionResult(c.id, passed, f"echo judge: said {said!r}, answered {answer!r}") for c in task.criteria]
+    detail = f"echo judge: said {said!r}, answered {answer!r}"
+    # a task may leave its checks to the judge: then the judge's own check is the one criterion
+    results = [CriterionResult(c.id, passed, detail) for c in task.criteria] or [
+        CriterionResult("echo", passed, detail)
+    ]
     return VerificationResult(passed, results)
 
 

@@ -171,6 +171,27 @@ def test_a_name_two_distributions_claim_is_an_error_for_that_name_only(install_p
     assert plugins.backend_factory("echo") is EchoBackend
 
 
+def test_an_external_task_states_only_what_its_environment_has_and_its_own_judge_decides(install_plugins) -> None:
+    install_plugins(*ECHO)
+    external = TaskSpecified(
+        producer=P, run_id="run-test", task_id="task-echo", goal="Say hello, then tell me what you said.",
+        category="tool_use", split="dev", backend="echo", source=TaskSource(kind="external"),
+        backend_params={"domain": "retail", "user_script": ["hi"]}, observation_chars=30_000,
+    )  # fmt: skip
+    assert (external.apps, external.tools, external.criteria, external.difficulty) == ([], [], [], 1)
+    assert external.initial_conditions == InitialConditions(seed=0)
+    backend = plugins.make_backend("echo")
+    backend.reset(external)
+    backend.step(ToolCall(name="echo.say", args={"text": "hello"}))
+    verdict = judge(ended("hello"), external, "echo", backend.evidence(), P)
+    assert (verdict.outcome, [c.criterion_id for c in verdict.criteria]) == ("success", ["echo"])
+    # the built-in judge judges by criteria only: none is an error, never a success for doing nothing
+    unjudged = judge(
+        ended("hello"), external.model_copy(update={"backend": "sandbox"}), "sandbox", backend.evidence(), P
+    )
+    assert unjudged.outcome == "error" and "has no criteria" in unjudged.criteria[0].detail
+
+
 def test_an_unknown_backend_name_gets_the_no_verifier_verdict() -> None:
     evidence = Evidence(backend="nowhere", initial_state={}, final_state={})
     verdict = judge(ended("hello"), task("nowhere"), "nowhere", evidence, P)

@@ -92,8 +92,7 @@ def test_task_criteria_ids_must_be_unique() -> None:
     task = EXAMPLES["TaskSpecified"]
     with pytest.raises(ValidationError, match="unique"):
         type(task)(**{**dict(task), "criteria": [task.criteria[0], task.criteria[0]]})
-    with pytest.raises(ValidationError, match="at least 1"):
-        type(task)(**{**dict(task), "criteria": []})
+    assert type(task)(**{**dict(task), "criteria": []}).criteria == []  # the backend's own judge decides
 
 
 def test_observation_carries_result_or_error_not_both() -> None:
