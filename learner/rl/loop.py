@@ -240,6 +240,8 @@ def run_steps(
         state.step += 1
         state.policy_ref = None  # new weights: saved when the next batch is requested
         update_s = perf_counter() - started
+        if settings.max_staleness < 1 and i + 1 < steps:
+            queued.append(send(state.step))  # synchronous: sampled from the weights this update produced
         reader.forget(members)
         used += [m.episode_id for m in members]
         solved = [r for r in rollouts if r.succeeded]

@@ -49,8 +49,9 @@ def _tiny(ports: Ports, config: LearnerConfig):  # noqa: ANN202
     )
 
 
+@pytest.mark.parametrize("max_staleness", [1, 0])
 def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifier(
-    embedded_ports: Ports, tmp_path: Path
+    embedded_ports: Ports, tmp_path: Path, max_staleness: int
 ) -> None:
     ports, config = embedded_ports, LearnerConfig()
     pool, model, tokenizer = _tiny(ports, config)
@@ -77,7 +78,7 @@ def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifie
     )
     verifier = ConsumerRunner(build("verifier"), ports, state_dir=tmp_path / "state")
     state = RlState(model, tokenizer, checkpoints=tmp_path / "rl", window=WINDOW)
-    settings = RlSettings(group_size=2, tasks_per_step=2, max_staleness=1, rollout_timeout_s=300)
+    settings = RlSettings(group_size=2, tasks_per_step=2, max_staleness=max_staleness, rollout_timeout_s=300)
     try:
         reports, used = run_steps(
             state,
@@ -98,8 +99,12 @@ def test_grpo_steps_take_rollouts_from_the_workers_and_verdicts_from_the_verifie
     assert len(requests) == 4 and all(r.group_size == 2 and r.temperature == 1.0 for r in requests)
     assert all(r.policy_version.startswith("local:") and r.group_id.startswith("grpo:") for r in requests)
     assert [r.episodes for r in reports] == [4, 4] and len(used) == 8 and worker.stats.dead_lettered == 0
-    # the second batch was requested before the first update (workers sample while the learner trains)
-    assert [r.staleness for r in reports] == [0.0, 1.0] and state.step == 2
+    if max_staleness:  # the second batch was requested before the first update (workers sample while it trains)
+        assert [r.staleness for r in reports] == [0.0, 1.0] and state.step == 2
+        assert len({r.policy_version for r in requests}) == 1
+    else:  # synchronous: the second batch samples the updated weights
+        assert [r.staleness for r in reports] == [0.0, 0.0] and state.step == 2
+        assert len({r.policy_version for r in requests}) == 2
     # on-policy, the learner's log-probs are the sampler's: the recorded behaviour log-probs line up token for token
     assert reports[0].mean_abs_log_ratio < 1e-3
     # the CARE figures a tracker charts per step: the schedule scored with, reward spread, mean cost penalty
