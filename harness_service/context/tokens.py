@@ -6,7 +6,11 @@ import re
 from functools import lru_cache
 from typing import Any, Protocol
 
+from harness_service.context.messages import ChatMessage, render_message
+
 _PIECE = re.compile(r"\w{1,4}|[^\w\s]", re.UNICODE)
+"""A token of the approximation: a started 4 characters of a word, or one punctuation mark."""
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class TokenCounter(Protocol):
@@ -27,8 +31,11 @@ class ApproxTokenCounter:
 
 @lru_cache(maxsize=512)
 def _approx_count(text: str) -> int:
-    """Memoised: system prompts repeat across the episodes of a task family."""
-    return len(_PIECE.findall(text))
+    """``len(_PIECE.findall(text))`` without a match per piece: every non-space character is a token, except that
+    a word of n characters counts ceil(n / 4) (``str.split`` and ``\\s`` agree on what a space is).
+    Memoised: system prompts repeat across the episodes of a task family."""
+    visible = sum(map(len, text.split()))
+    return visible - sum(len(word) - (len(word) + 3) // 4 for word in _WORD.findall(text))
 
 
 class TokenizerCounter:
@@ -41,3 +48,21 @@ class TokenizerCounter:
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+
+_SYSTEM_TOKENS: dict[ChatMessage, int] = {}
+_SYSTEM_TOKENS_SIZE = 256
+
+
+def message_tokens(counter: TokenCounter, message: ChatMessage) -> int:
+    """Tokens of one rendered message (``render_message``). The approximate counter's counts of system messages are
+    remembered across episodes: one with every tool's schema (thousands of tokens) opens every episode of a task
+    family."""
+    if message.role != "system" or type(counter) is not ApproxTokenCounter:
+        return counter.count(render_message(message))
+    count = _SYSTEM_TOKENS.get(message)
+    if count is None:
+        if len(_SYSTEM_TOKENS) >= _SYSTEM_TOKENS_SIZE:
+            _SYSTEM_TOKENS.clear()
+        count = _SYSTEM_TOKENS[message] = counter.count(render_message(message))
+    return count

@@ -34,11 +34,18 @@ class MemoryStore:
         self.user_id = user_id
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute(_SCHEMA)
+        self._tableless = str(path) == ":memory:"
+        """A new in-memory store gets its table (a few hundred µs of FTS5 setup) on the first write: most episodes
+        of a rollout have no memories to seed and only search."""
+        if not self._tableless:
+            self._db.execute(_SCHEMA)
 
     def write(self, content: str, tags: Sequence[str] = ()) -> MemoryRecord:
         """Store one fact and return it with its id."""
         with self._lock:
+            if self._tableless:
+                self._db.execute(_SCHEMA)
+                self._tableless = False
             cursor = self._db.execute(
                 "INSERT INTO memory(content, tags, user_id) VALUES (?, ?, ?)",
                 (content, orjson.dumps(list(tags)).decode(), self.user_id),
@@ -55,6 +62,8 @@ class MemoryStore:
 
     def search(self, query: str, top_k: int = 5) -> list[MemoryRecord]:
         """The ``top_k`` best BM25 matches of any word of ``query``; the newest memories for an empty query."""
+        if self._tableless:
+            return []
         words = sorted({w.lower() for w in _WORD.findall(query)})
         if not words:
             sql = "SELECT rowid, content, tags FROM memory WHERE user_id = ? ORDER BY rowid DESC LIMIT ?"
@@ -70,11 +79,15 @@ class MemoryStore:
 
     def delete(self, ids: Iterable[int]) -> None:
         """Remove memories by id (consolidation replaces merged groups)."""
+        if self._tableless:
+            return
         with self._lock:
             self._db.executemany("DELETE FROM memory WHERE rowid = ? AND user_id = ?", [(i, self.user_id) for i in ids])
 
     def replace(self, record_id: int, content: str, tags: Sequence[str]) -> None:
         """Overwrite one memory in place of its id (keeps its position in insertion order)."""
+        if self._tableless:
+            return
         with self._lock:
             self._db.execute(
                 "UPDATE memory SET content = ?, tags = ? WHERE rowid = ? AND user_id = ?",
@@ -85,6 +98,8 @@ class MemoryStore:
         self._db.close()
 
     def _select(self, sql: str, params: tuple[object, ...]) -> list[MemoryRecord]:
+        if self._tableless:
+            return []
         with self._lock:
             rows = self._db.execute(sql, (self.user_id, *params)).fetchall()
         return [_record(row) for row in rows]

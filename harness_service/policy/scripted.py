@@ -6,8 +6,8 @@ from collections.abc import Generator, Iterable, Sequence
 
 from bus_schemas.actions import Action, Finish, SubagentSpawn
 from harness_service.actions.format import render_action
-from harness_service.context.messages import ChatMessage, render_message
-from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
+from harness_service.context.messages import ChatMessage
+from harness_service.context.tokens import ApproxTokenCounter, TokenCounter, message_tokens
 from harness_service.policy.base import PolicyOutput
 from producers.backends.base import Observation
 
@@ -33,6 +33,7 @@ class ScriptedPolicy:
         self._last: Observation | None = None
         self._started = False
         self._counter = counter or ApproxTokenCounter()
+        self._counts: dict[ChatMessage, int] = {}
 
     def observe(self, observation: Observation) -> None:
         """The harness reports each observation; a solver receives it with its next ``send``."""
@@ -43,9 +44,15 @@ class ScriptedPolicy:
         text = item if isinstance(item, str) else render_action(item)
         return PolicyOutput(
             text=text,
-            input_tokens=sum(self._counter.count(render_message(m)) for m in messages),
+            input_tokens=sum(map(self._message_tokens, messages)),
             output_tokens=self._counter.count(text),
         )
+
+    def _message_tokens(self, message: ChatMessage) -> int:
+        count = self._counts.get(message)
+        if count is None:  # each step's context repeats the previous one's messages
+            count = self._counts[message] = message_tokens(self._counter, message)
+        return count
 
     def _next(self) -> Action | str:
         try:

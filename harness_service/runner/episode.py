@@ -40,11 +40,12 @@ from harness_service.config import HarnessConfig
 from harness_service.context.builder import ContextBuilder, ContextInputs
 from harness_service.context.feedback import render_observation
 from harness_service.context.history import HistoryTurn
-from harness_service.context.messages import CONTEXT_MEDIA_TYPE, encode_context
+from harness_service.context.messages import CONTEXT_MEDIA_TYPE
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
+from harness_service.identity_cache import IdentityCache
 from harness_service.memory.consolidate import MemoryMerger, consolidate
 from harness_service.memory.store import MemoryStore
-from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput, generate_step
+from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput, step_generator
 from harness_service.policy.pricing import PriceTable
 from harness_service.ports import BlobSink, EventSink
 from harness_service.runner.budgets import effective_budgets
@@ -64,6 +65,8 @@ INLINE_OBSERVATION_BYTES = 16_384
 PREVIEW_BYTES = 1024
 _log = logging.getLogger(__name__)
 _TERMINAL: dict[type, EndReason] = {Finish: "finished", Clarify: "clarify", Refuse: "refuse"}
+_config_digest = IdentityCache(HarnessConfig.digest)
+"""A (frozen) config's digest, computed once: every episode records it."""
 
 
 @dataclass
@@ -90,7 +93,7 @@ class Harness:
 
     @property
     def version(self) -> str:
-        return self.version_label or f"{self.config.name}@{self.config.digest()}"
+        return self.version_label or f"{self.config.name}@{_config_digest(self.config)}"
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,8 @@ class _Episode:
         budgets = self.h.config.budgets
         self.builder = ContextBuilder(budgets.context_tokens, budgets.turn_chars, self.h.counter)
         self.executor = ActionExecutor(self.backend, self.memory, self.h.skills, self.loaded, self._spawn)
+        self.generate = step_generator(self.h.policy)
+        self.observer = self.h.policy if isinstance(self.h.policy, ObservingPolicy) else None
         for step in range(1, self.budgets.max_steps + 1):
             if self._out_of_budget():
                 return "budget_exhausted"
@@ -264,7 +269,7 @@ class _Episode:
             )
             inputs = replace(inputs, tools=tuple(shown))
         context = self.builder.build(inputs)
-        ref = self.h.blobs.put(encode_context(context.messages), CONTEXT_MEDIA_TYPE)
+        ref = self.h.blobs.put(self.builder.encode(context), CONTEXT_MEDIA_TYPE)
         self.rec.emit(
             ContextBuilt,
             step=step,
@@ -274,7 +279,7 @@ class _Episode:
             memories_recalled=len(inputs.memories),
         )
         try:
-            out = generate_step(self.h.policy, context.messages, inputs.tools)
+            out = self.generate(context.messages, inputs.tools)
         except Exception:  # endpoint down or model failure: recorded as an error end, never a crash
             _log.exception("episode %s: policy %s failed", self.id, self.h.policy.name)
             return "error"
@@ -368,8 +373,8 @@ class _Episode:
         style = "full" if compact is None else compact.observations
         feedback = render_observation(observation, self.h.config.budgets.turn_chars, style)
         self.history.append(HistoryTurn(step, text, feedback, f"{label} -> {status}"))
-        if isinstance(self.h.policy, ObservingPolicy):
-            self.h.policy.observe(observation)
+        if self.observer is not None:
+            self.observer.observe(observation)
 
     def _spawn(self, spawn: SubagentSpawn) -> Observation:
         if self.depth >= self.h.config.budgets.max_subagent_depth:
