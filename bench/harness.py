@@ -1,8 +1,10 @@
 """Harness overhead: steps/s of reference-solver episodes through the harness + sandbox vs the sandbox alone.
 
 Both paths run the same tasks, interleaved, in one process. The harness path does everything a rollout
-does (context build, blob encoding, parsing, events, memory, skills) with in-memory ports; the sandbox
-path only resets, steps and collects evidence. Also prints the context build time per step.
+does (context build, blob encoding, parsing, events, memory, skills) with in-memory ports, shared by the
+episodes as a rollout worker shares its ports (one harness config, one blob store, a fresh MemoryStore and
+Harness per episode); the sandbox path only resets, steps and collects evidence. Also prints the context build
+time per step. Timings are wall clock: on a shared machine, compare the ratio, not the absolute figures.
 
     .venv/bin/python bench/harness.py [--per-template 4] [--repeats 3]
 """
@@ -77,10 +79,11 @@ def run_through_harness(
 ) -> tuple[list[EpisodeOutcome], float]:
     """Run every task through the harness on one sandbox backend; returns the outcomes and seconds taken."""
     backend, skills, events = SandboxBackend(), SkillLibrary.from_dir(SKILLS_DIR), list[Event]()
+    config, blobs = HarnessConfig(), _Blobs()  # one harness version and one blob store for all, as in a rollout
     outcomes = []
     started = time.perf_counter()
     for task in tasks:
-        harness = Harness(HarnessConfig(), make_policy(task), _Blobs(), events.append, skills)
+        harness = Harness(config, make_policy(task), blobs, events.append, skills)
         outcomes.append(run_episode(harness, task, backend, RunIds(run_id="bench"), MemoryStore()))
         events.clear()
     return outcomes, time.perf_counter() - started

@@ -329,7 +329,7 @@ class _Episode:
             sampled=sampled,
         )
         self.rec.emit(ObservationReturned, step=step, error=error, blob=raw)
-        self._remember(step, text, observation, "invalid output")
+        self._remember(step, text, observation, self._feedback(observation), "invalid output")
         return "error" if self.invalid > self.h.config.budgets.max_invalid_actions else None
 
     def _execute(self, step: int, text: str, action: Action) -> EndReason | None:
@@ -340,12 +340,13 @@ class _Episode:
                 return "budget_exhausted"
             self.tool_calls += 1
             self.called.append(action.name)
-        observation = self._observe(step, self.executor.execute(action))
-        self._remember(step, text, observation, action_summary(action))
+        observation, feedback = self._observe(step, self.executor.execute(action))
+        self._remember(step, text, observation, feedback, action_summary(action))
         return None
 
-    def _observe(self, step: int, observation: Observation) -> Observation:
-        """Publish the observation; one JSON cannot carry (NaN, lone surrogates) becomes an internal error."""
+    def _observe(self, step: int, observation: Observation) -> tuple[Observation, str]:
+        """Publish the observation; one JSON cannot carry (NaN, lone surrogates) becomes an internal error.
+        Returns what was published and its feedback text."""
         fields: dict[str, Any] = dict(
             result=observation.result if observation.error is None else None,
             error=observation.error,
@@ -359,19 +360,26 @@ class _Episode:
                 fields.update(result={"truncated": True, "bytes": len(full), "preview": preview}, changes=[])
                 fields.update(flags=[*observation.flags, "truncated"], blob=self.h.blobs.put(full, "application/json"))
             event = ObservationReturned(**self.rec.envelope(), step=step, **fields)
-            render_observation(observation, 1)  # raises on what JSON cannot carry (e.g. lone surrogates)
+            feedback = self._feedback(observation)
         except (ValueError, TypeError) as exc:  # incl. pydantic's validation and serialization errors
             reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             observation = failure("internal", f"the backend returned an unrecordable observation: {reason}")
             event = ObservationReturned(**self.rec.envelope(), step=step, error=observation.error)
+            feedback = self._feedback(observation)
         self.rec.publish(event)
-        return observation
+        return observation, feedback
 
-    def _remember(self, step: int, text: str, observation: Observation, label: str) -> None:
+    def _feedback(self, observation: Observation) -> str:
+        """The observation as the context shows it. Raises on what JSON cannot carry (e.g. lone surrogates): the
+        full rendering is made first, whatever the profile shows, so every field is checked."""
+        limit, compact = self.h.config.budgets.turn_chars, self.h.config.compact
+        feedback = render_observation(observation, limit)
+        if compact is not None and compact.observations != "full":
+            feedback = render_observation(observation, limit, compact.observations)
+        return feedback
+
+    def _remember(self, step: int, text: str, observation: Observation, feedback: str, label: str) -> None:
         status = "ok" if observation.error is None else f"error {observation.error.code}"
-        compact = self.h.config.compact
-        style = "full" if compact is None else compact.observations
-        feedback = render_observation(observation, self.h.config.budgets.turn_chars, style)
         self.history.append(HistoryTurn(step, text, feedback, f"{label} -> {status}"))
         if self.observer is not None:
             self.observer.observe(observation)
