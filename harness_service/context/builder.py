@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 from harness_service.config import CompactContext
 from harness_service.context.feedback import clip
@@ -12,6 +12,7 @@ from harness_service.context.history import HistoryTurn, summary_message
 from harness_service.context.messages import ChatMessage, encode_context, message_json, render_messages
 from harness_service.context.sections import compact_system_text, system_text, task_text
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter, message_tokens
+from harness_service.identity_cache import IdentityCache
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
 from producers.backends.base import Observation, ToolSpec
@@ -67,11 +68,14 @@ class ContextBuilder:
     budget_tokens: int
     turn_chars: int = 4000
     counter: TokenCounter = field(default_factory=ApproxTokenCounter)
-    _counts: dict[ChatMessage, int] = field(default_factory=dict, repr=False)
     _turns: dict[HistoryTurn, _Turn] = field(default_factory=dict, repr=False)
-    _json: dict[ChatMessage, bytes] = field(default_factory=dict, repr=False)
     _system: tuple[tuple[object, ...], ChatMessage] | None = field(default=None, repr=False)
     _task: tuple[tuple[object, ...], ChatMessage] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # by message object: an episode's contexts share their messages (see _system_message, _turn)
+        self._count = IdentityCache(partial(message_tokens, self.counter))
+        self._message_json = IdentityCache(message_json)
 
     def build(self, inputs: ContextInputs) -> BuiltContext:
         fixed = (self._system_message(inputs), self._task_message(inputs))
@@ -95,12 +99,6 @@ class ContextBuilder:
     def encode(self, context: BuiltContext) -> bytes:
         """``encode_context`` of the context's messages, each message serialised once per episode."""
         return encode_context(context.messages, self._message_json)
-
-    def _message_json(self, message: ChatMessage) -> bytes:
-        encoded = self._json.get(message)
-        if encoded is None:
-            encoded = self._json[message] = message_json(message)
-        return encoded
 
     def _system_message(self, inputs: ContextInputs) -> ChatMessage:
         """Rendered again only when its inputs change (a skill is loaded, a compact step shows other tools)."""
@@ -153,9 +151,3 @@ class ContextBuilder:
             messages = clipped.messages()
             rendered = self._turns[turn] = _Turn(clipped, messages, sum(self._count(m) for m in messages))
         return rendered
-
-    def _count(self, message: ChatMessage) -> int:
-        count = self._counts.get(message)
-        if count is None:
-            count = self._counts[message] = message_tokens(self.counter, message)
-        return count

@@ -10,7 +10,7 @@ from harness_service.context.messages import ChatMessage, render_message
 
 _PIECE = re.compile(r"\w{1,4}|[^\w\s]", re.UNICODE)
 """A token of the approximation: a started 4 characters of a word, or one punctuation mark."""
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD_PIECE = re.compile(r"\w{1,4}", re.UNICODE)
 
 
 class TokenCounter(Protocol):
@@ -31,11 +31,11 @@ class ApproxTokenCounter:
 
 @lru_cache(maxsize=512)
 def _approx_count(text: str) -> int:
-    """``len(_PIECE.findall(text))`` without a match per piece: every non-space character is a token, except that
-    a word of n characters counts ceil(n / 4) (``str.split`` and ``\\s`` agree on what a space is).
+    """``len(_PIECE.findall(text))`` without a string per piece: the word pieces are counted as they are cut out,
+    what is left is spaces and punctuation (``str.split`` and ``\\s`` agree on what a space is).
     Memoised: system prompts repeat across the episodes of a task family."""
-    visible = sum(map(len, text.split()))
-    return visible - sum(len(word) - (len(word) + 3) // 4 for word in _WORD.findall(text))
+    punctuation, word_pieces = _WORD_PIECE.subn("", text)
+    return word_pieces + sum(map(len, punctuation.split()))
 
 
 class TokenizerCounter:
