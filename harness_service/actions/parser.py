@@ -21,6 +21,7 @@ from bus_schemas.actions import Action, ToolCall, ToolError
 from bus_schemas.codec import MAX_NESTING_DEPTH, nesting_depth
 from harness_service.actions.format import ACTION_CLOSE, ACTION_OPEN
 from harness_service.actions.native import ACTION_FUNCTIONS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from harness_service.identity_cache import IdentityCache
 from producers.backends.base import ToolSpec
 
 MODEL_KINDS = (
@@ -115,14 +116,21 @@ def _load(payload: str, what: str, hint: str = "") -> Any | ToolError:
         return _error("parse_error", f"{what} is not valid JSON ({_short(str(exc))}).{hint}")
 
 
+def _build_validator(tool: ToolSpec) -> Draft202012Validator:
+    return Draft202012Validator(tool.parameters)
+
+
+_validator = IdentityCache(_build_validator)
+"""A tool's JSON Schema validator, built on its first call and kept while the tool is alive."""
+
+
 class ActionParser:
-    """Parses against one set of tools; a tool's JSON Schema validator is built on its first call."""
+    """Parses against one set of tools."""
 
     def __init__(self, tools: Iterable[ToolSpec], max_chars: int = 65_536, max_action_bytes: int = 32_768) -> None:
         self.max_chars = max_chars
         self.max_action_bytes = max_action_bytes  # keeps ActionTaken well under the bus's inline payload limit
         self._tools = {t.name: t for t in tools}
-        self._validators: dict[str, Draft202012Validator] = {}
 
     def parse(self, text: str) -> Action | ToolError:
         if len(text) > self.max_chars:
@@ -199,10 +207,7 @@ class ActionParser:
                 "unknown_tool",
                 f"Unknown tool {_short(repr(call.name))}.{hint} Available tools: {', '.join(sorted(self._tools))}.",
             )
-        validator = self._validators.get(call.name)
-        if validator is None:
-            validator = self._validators[call.name] = Draft202012Validator(tool.parameters)
-        errors = sorted(validator.iter_errors(call.args), key=lambda e: [str(p) for p in e.absolute_path])
+        errors = sorted(_validator(tool).iter_errors(call.args), key=lambda e: [str(p) for p in e.absolute_path])
         if errors:
             problems = "; ".join(
                 f"args{''.join(f'[{p!r}]' for p in e.absolute_path)}: {_short(e.message)}" for e in errors[:5]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import orjson
@@ -34,9 +34,15 @@ def render_messages(messages: Sequence[ChatMessage]) -> str:
     return "".join(render_message(m) for m in messages)
 
 
-def encode_context(messages: Sequence[ChatMessage]) -> bytes:
-    """Canonical JSON bytes of the messages: the blob recorded for each context."""
-    return orjson.dumps({"format": "chatml", "messages": [m.model_dump() for m in messages]})
+def message_json(message: ChatMessage) -> bytes:
+    """One message's canonical JSON, as ``encode_context`` writes it."""
+    return orjson.dumps(message.model_dump())
+
+
+def encode_context(messages: Sequence[ChatMessage], encoded: Callable[[ChatMessage], bytes] = message_json) -> bytes:
+    """Canonical JSON bytes of the messages: the blob recorded for each context. ``encoded`` may memoise
+    ``message_json`` (a context repeats the previous step's messages)."""
+    return b'{"format":"chatml","messages":[' + b",".join(map(encoded, messages)) + b"]}"
 
 
 def decode_context(data: bytes) -> list[ChatMessage]:

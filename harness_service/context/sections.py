@@ -9,6 +9,7 @@ import orjson
 from harness_service.actions.format import ACTION_FORMAT_DOC
 from harness_service.config import CompactContext
 from harness_service.context.feedback import ObservationStyle, render_observation
+from harness_service.identity_cache import IdentityCache
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
 from producers.backends.base import Observation, ToolSpec
@@ -39,10 +40,14 @@ def compact_schema(schema: object) -> object:
     return out
 
 
-def render_tool(tool: ToolSpec) -> str:
+def _render_tool(tool: ToolSpec) -> str:
     """One tool: name, whether it writes, description and the (compacted) JSON Schema of its arguments."""
     access = "writes" if tool.writes else "read-only"
     return f"## {tool.name} ({access})\n{tool.description}\nparameters: {_canonical(compact_schema(tool.parameters))}"
+
+
+render_tool = IdentityCache(_render_tool)
+"""``_render_tool``, once per tool object: backends hand out the same (frozen) specs episode after episode."""
 
 
 def system_text(instructions: str, tools: Sequence[ToolSpec], offered: Sequence[Skill], loaded: Sequence[Skill]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -82,9 +82,19 @@ class ToolCallingPolicy(Protocol):
     def generate_with_tools(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput: ...
 
 
+StepGenerator = Callable[[Sequence[ChatMessage], Sequence[ToolSpec]], PolicyOutput]
+
+
+def step_generator(policy: Policy) -> StepGenerator:
+    """``generate_step`` bound to one policy: the protocol check (slow for a runtime-checkable protocol) runs once,
+    for an episode's every step."""
+    if isinstance(policy, ToolCallingPolicy):
+        return policy.generate_with_tools
+    generate = policy.generate
+    return lambda messages, tools: generate(messages)
+
+
 def generate_step(policy: Policy, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput:
     """One step's completion: a tool-calling policy also gets the step's tools; every other policy sees them in the
     context text only, exactly as before."""
-    if isinstance(policy, ToolCallingPolicy):
-        return policy.generate_with_tools(messages, tools)
-    return policy.generate(messages)
+    return step_generator(policy)(messages, tools)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
+from functools import partial
 
 from bus_schemas.actions import Action, Finish, SubagentSpawn
 from harness_service.actions.format import render_action
-from harness_service.context.messages import ChatMessage, render_message
-from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
+from harness_service.context.messages import ChatMessage
+from harness_service.context.tokens import ApproxTokenCounter, TokenCounter, message_tokens
+from harness_service.identity_cache import IdentityCache
 from harness_service.policy.base import PolicyOutput
 from producers.backends.base import Observation
 
@@ -33,6 +35,7 @@ class ScriptedPolicy:
         self._last: Observation | None = None
         self._started = False
         self._counter = counter or ApproxTokenCounter()
+        self._message_tokens = IdentityCache(partial(message_tokens, self._counter))  # contexts share messages
 
     def observe(self, observation: Observation) -> None:
         """The harness reports each observation; a solver receives it with its next ``send``."""
@@ -43,7 +46,7 @@ class ScriptedPolicy:
         text = item if isinstance(item, str) else render_action(item)
         return PolicyOutput(
             text=text,
-            input_tokens=sum(self._counter.count(render_message(m)) for m in messages),
+            input_tokens=sum(map(self._message_tokens, messages)),
             output_tokens=self._counter.count(text),
         )
 

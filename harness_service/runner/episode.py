@@ -40,11 +40,12 @@ from harness_service.config import HarnessConfig
 from harness_service.context.builder import ContextBuilder, ContextInputs
 from harness_service.context.feedback import render_observation
 from harness_service.context.history import HistoryTurn
-from harness_service.context.messages import CONTEXT_MEDIA_TYPE, encode_context
+from harness_service.context.messages import CONTEXT_MEDIA_TYPE
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
+from harness_service.identity_cache import IdentityCache
 from harness_service.memory.consolidate import MemoryMerger, consolidate
 from harness_service.memory.store import MemoryStore
-from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput, generate_step
+from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput, step_generator
 from harness_service.policy.pricing import PriceTable
 from harness_service.ports import BlobSink, EventSink
 from harness_service.runner.budgets import effective_budgets
@@ -64,6 +65,8 @@ INLINE_OBSERVATION_BYTES = 16_384
 PREVIEW_BYTES = 1024
 _log = logging.getLogger(__name__)
 _TERMINAL: dict[type, EndReason] = {Finish: "finished", Clarify: "clarify", Refuse: "refuse"}
+_config_digest = IdentityCache(HarnessConfig.digest)
+"""A (frozen) config's digest, computed once: every episode records it."""
 
 
 @dataclass
@@ -90,7 +93,7 @@ class Harness:
 
     @property
     def version(self) -> str:
-        return self.version_label or f"{self.config.name}@{self.config.digest()}"
+        return self.version_label or f"{self.config.name}@{_config_digest(self.config)}"
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,8 @@ class _Episode:
         budgets = self.h.config.budgets
         self.builder = ContextBuilder(budgets.context_tokens, budgets.turn_chars, self.h.counter)
         self.executor = ActionExecutor(self.backend, self.memory, self.h.skills, self.loaded, self._spawn)
+        self.generate = step_generator(self.h.policy)
+        self.observer = self.h.policy if isinstance(self.h.policy, ObservingPolicy) else None
         for step in range(1, self.budgets.max_steps + 1):
             if self._out_of_budget():
                 return "budget_exhausted"
@@ -264,7 +269,7 @@ class _Episode:
             )
             inputs = replace(inputs, tools=tuple(shown))
         context = self.builder.build(inputs)
-        ref = self.h.blobs.put(encode_context(context.messages), CONTEXT_MEDIA_TYPE)
+        ref = self.h.blobs.put(self.builder.encode(context), CONTEXT_MEDIA_TYPE)
         self.rec.emit(
             ContextBuilt,
             step=step,
@@ -274,7 +279,7 @@ class _Episode:
             memories_recalled=len(inputs.memories),
         )
         try:
-            out = generate_step(self.h.policy, context.messages, inputs.tools)
+            out = self.generate(context.messages, inputs.tools)
         except Exception:  # endpoint down or model failure: recorded as an error end, never a crash
             _log.exception("episode %s: policy %s failed", self.id, self.h.policy.name)
             return "error"
@@ -324,7 +329,7 @@ class _Episode:
             sampled=sampled,
         )
         self.rec.emit(ObservationReturned, step=step, error=error, blob=raw)
-        self._remember(step, text, observation, "invalid output")
+        self._remember(step, text, observation, self._feedback(observation), "invalid output")
         return "error" if self.invalid > self.h.config.budgets.max_invalid_actions else None
 
     def _execute(self, step: int, text: str, action: Action) -> EndReason | None:
@@ -335,12 +340,13 @@ class _Episode:
                 return "budget_exhausted"
             self.tool_calls += 1
             self.called.append(action.name)
-        observation = self._observe(step, self.executor.execute(action))
-        self._remember(step, text, observation, action_summary(action))
+        observation, feedback = self._observe(step, self.executor.execute(action))
+        self._remember(step, text, observation, feedback, action_summary(action))
         return None
 
-    def _observe(self, step: int, observation: Observation) -> Observation:
-        """Publish the observation; one JSON cannot carry (NaN, lone surrogates) becomes an internal error."""
+    def _observe(self, step: int, observation: Observation) -> tuple[Observation, str]:
+        """Publish the observation; one JSON cannot carry (NaN, lone surrogates) becomes an internal error.
+        Returns what was published and its feedback text."""
         fields: dict[str, Any] = dict(
             result=observation.result if observation.error is None else None,
             error=observation.error,
@@ -354,22 +360,29 @@ class _Episode:
                 fields.update(result={"truncated": True, "bytes": len(full), "preview": preview}, changes=[])
                 fields.update(flags=[*observation.flags, "truncated"], blob=self.h.blobs.put(full, "application/json"))
             event = ObservationReturned(**self.rec.envelope(), step=step, **fields)
-            render_observation(observation, 1)  # raises on what JSON cannot carry (e.g. lone surrogates)
+            feedback = self._feedback(observation)
         except (ValueError, TypeError) as exc:  # incl. pydantic's validation and serialization errors
             reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             observation = failure("internal", f"the backend returned an unrecordable observation: {reason}")
             event = ObservationReturned(**self.rec.envelope(), step=step, error=observation.error)
+            feedback = self._feedback(observation)
         self.rec.publish(event)
-        return observation
+        return observation, feedback
 
-    def _remember(self, step: int, text: str, observation: Observation, label: str) -> None:
+    def _feedback(self, observation: Observation) -> str:
+        """The observation as the context shows it. Raises on what JSON cannot carry (e.g. lone surrogates): the
+        full rendering is made first, whatever the profile shows, so every field is checked."""
+        limit, compact = self.h.config.budgets.turn_chars, self.h.config.compact
+        feedback = render_observation(observation, limit)
+        if compact is not None and compact.observations != "full":
+            feedback = render_observation(observation, limit, compact.observations)
+        return feedback
+
+    def _remember(self, step: int, text: str, observation: Observation, feedback: str, label: str) -> None:
         status = "ok" if observation.error is None else f"error {observation.error.code}"
-        compact = self.h.config.compact
-        style = "full" if compact is None else compact.observations
-        feedback = render_observation(observation, self.h.config.budgets.turn_chars, style)
         self.history.append(HistoryTurn(step, text, feedback, f"{label} -> {status}"))
-        if isinstance(self.h.policy, ObservingPolicy):
-            self.h.policy.observe(observation)
+        if self.observer is not None:
+            self.observer.observe(observation)
 
     def _spawn(self, spawn: SubagentSpawn) -> Observation:
         if self.depth >= self.h.config.budgets.max_subagent_depth:

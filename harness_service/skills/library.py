@@ -8,6 +8,8 @@ from pathlib import Path
 
 from harness_service.skills.skill import Skill, SkillFormatError, parse_skill
 
+_OFFERED_CACHE_SIZE = 1024
+
 
 class SkillLibrary:
     """Skills by name. ``version`` is ``sha256:<hex>`` over the sorted file names and contents."""
@@ -15,6 +17,7 @@ class SkillLibrary:
     def __init__(self, skills: Iterable[Skill], version: str) -> None:
         self._skills = {s.name: s for s in skills}
         self.version = version
+        self._offered: dict[tuple[str, ...], list[Skill]] = {}
 
     @classmethod
     def from_dir(cls, folder: Path) -> SkillLibrary:
@@ -44,5 +47,11 @@ class SkillLibrary:
 
     def offered(self, tool_names: Iterable[str]) -> list[Skill]:
         """Skills that apply to at least one of the available tools, sorted by name."""
-        names = list(tool_names)
-        return [self._skills[n] for n in sorted(self._skills) if self._skills[n].applies_to(names)]
+        names = tuple(tool_names)
+        offered = self._offered.get(names)
+        if offered is None:  # every episode of a task family has the same tools: match the patterns once
+            if len(self._offered) >= _OFFERED_CACHE_SIZE:
+                self._offered.clear()
+            offered = [self._skills[n] for n in sorted(self._skills) if self._skills[n].applies_to(names)]
+            self._offered[names] = offered
+        return list(offered)

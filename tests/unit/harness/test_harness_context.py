@@ -11,7 +11,7 @@ from harness_service.context.builder import ContextBuilder, ContextInputs
 from harness_service.context.history import HistoryTurn
 from harness_service.context.messages import ChatMessage, decode_context, encode_context, render_messages
 from harness_service.context.sections import compact_schema
-from harness_service.context.tokens import ApproxTokenCounter
+from harness_service.context.tokens import _PIECE, ApproxTokenCounter
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
 from producers.backends.base import Observation
@@ -144,3 +144,16 @@ def test_result_style_observations_drop_changes_and_empty_fields_but_keep_errors
         '{"error":{"code":"not_found","message":"no note n9","retryable":false},"flags":["retryable"]}'
     )
     assert render_observation(Observation(result=[{"a": None}, 0, False]), 4000, "result") == '{"result":[{},0,false]}'
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from('ab_1Zé中٠ \t\n\u00a0\u2003\u200b\x1c\x85{}":,.-<|>')) | st.text())
+def test_the_approximate_count_is_one_token_per_piece(text: str) -> None:
+    assert ApproxTokenCounter().count(text) == len(_PIECE.findall(text))
+
+
+def test_str_split_and_the_pieces_agree_on_every_space() -> None:
+    counter = ApproxTokenCounter()
+    for code in range(0x110000):
+        text = f"a{chr(code)}bb"
+        assert counter.count(text) == len(_PIECE.findall(text)), hex(code)

@@ -43,6 +43,19 @@ def test_seed_from_task_facts() -> None:
     assert [(r.content, r.tags) for r in store.all()] == [("Gym on Tuesdays", ["routine"])]
 
 
+def test_in_memory_stores_start_empty_and_apart_whatever_was_read_or_written_before() -> None:
+    first = MemoryStore()
+    assert first.search("tea") == [] and first.search("") == [] and first.all() == []
+    first.delete([1])
+    first.replace(1, "x", [])
+    assert first.seed([]) == [] and first.all() == []
+    first.seed([MemoryFact(content="the user likes tea", tags=["prefs"]), MemoryFact(content="tea at noon", tags=[])])
+    second = MemoryStore()
+    assert second.all() == [] and second.write("coffee", ["prefs"]).id == 1
+    assert [(r.id, r.content) for r in first.search("tea")] == [(2, "tea at noon"), (1, "the user likes tea")]
+    assert [r.content for r in second.all()] == ["coffee"]
+
+
 def test_consolidation_merges_exact_and_near_duplicates_keeping_the_oldest_slot() -> None:
     store = MemoryStore()
     store.write("Dana likes tulips.", ["flowers"])
