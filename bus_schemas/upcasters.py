@@ -73,5 +73,5 @@ def _rollout_requested_v1_to_v2(raw: RawEvent) -> RawEvent:
 
 @upcaster("TaskSpecified", 1)
 def _task_specified_v1_to_v2(raw: RawEvent) -> RawEvent:
-    """v2 made the sandbox's fields optional and added ``backend_params``; a v1 task had none."""
-    return {**raw, "backend_params": {}}
+    """v2 made the sandbox's fields optional and added ``backend_params`` and ``user``; a v1 task had neither."""
+    return {**raw, "backend_params": {}, "user": None}

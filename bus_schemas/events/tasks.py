@@ -160,6 +160,20 @@ class Budgets(Record):
     max_wall_s: Annotated[float, Field(gt=0.0)] | None = None
 
 
+class SimulatedUser(Record):
+    """Who answers the policy's clarifying questions, so a ``clarify`` continues the episode instead of ending it.
+
+    ``replies`` are answered in order (a rule-based user from the task's script); with ``persona`` and a user
+    model configured on the harness, a language model plays the user instead (the persona says who they are
+    and what they know that the goal does not). After ``max_turns`` answers, or when the script runs out, a
+    question ends the episode as before.
+    """
+
+    replies: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(default_factory=list)
+    persona: Annotated[str, Field(min_length=1, max_length=16384)] | None = None
+    max_turns: Annotated[int, Field(ge=1, le=50)] = 3
+
+
 class TaskSpecified(Event):
     """A new task. It carries no reference trajectory: only the goal, the world and the checks.
 
@@ -168,7 +182,8 @@ class TaskSpecified(Event):
     sandbox's allow-list; empty: the backend offers its own tools), ``initial_conditions`` (seed 0 and no fixtures
     by default), ``difficulty`` (unrated tasks count as 1 for the curriculum) and ``criteria`` (empty: the
     backend's own judge decides; the built-in judge refuses to judge a task without any). ``backend_params``
-    carries what only the backend understands (a domain, a user script, a benchmark's own task record).
+    carries what only the backend understands (a domain, a benchmark's own task record); ``user`` simulates the
+    person who asked, so clarifying questions get answers.
     """
 
     event_type: Literal["TaskSpecified"] = "TaskSpecified"
@@ -188,6 +203,8 @@ class TaskSpecified(Event):
     skills: list[Name] = Field(default_factory=list)  # skill names relevant to the task
     budgets: Budgets | None = None
     backend_params: dict[str, JsonData] = Field(default_factory=dict)
+    user: SimulatedUser | None = None
+    """The user behind the goal, for user-in-the-loop tasks; None: a clarifying question ends the episode."""
     observation_chars: Annotated[int, Field(ge=64, le=1_000_000)] | None = None
     """How much of the first observation and of each tool result the context keeps (characters); None: the
     harness config's ``turn_chars``. A task whose first observation is a long domain policy raises it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from time import perf_counter
 from typing import Any
@@ -54,6 +55,7 @@ from harness_service.runner.recorder import EpisodeRecorder
 from harness_service.skills.library import SkillLibrary
 from harness_service.skills.skill import Skill
 from harness_service.tools.selection import select_tools, step_tools
+from harness_service.user.simulator import USER_REPLY_FLAG, UserSimulator, user_for
 from producers.backends.base import Backend, Observation, ToolSpec
 from producers.backends.evidence import store_evidence
 
@@ -85,6 +87,9 @@ class Harness:
     """Model-assisted memory consolidation; rules only when ``None``."""
     version_label: str | None = None
     """The registry version (e.g. ``planner/3``) recorded in EpisodeStarted; ``name@digest`` when ``None``."""
+    users: Callable[[TaskSpecified], UserSimulator | None] = user_for
+    """Who answers a task's clarifying questions (its ``user``); a replay passes the recorded answers instead.
+    Pass ``functools.partial(user_for, user_policy=...)`` to let a model play users that have a persona."""
 
     def __post_init__(self) -> None:
         pinned = self.config.skill_library_version
@@ -198,6 +203,9 @@ class _Episode:
         self.steps = self.tool_calls = self.invalid = 0
         self.answer: str | None = None
         self.started = perf_counter()
+        self.turn_chars = task.observation_chars or harness.config.budgets.turn_chars
+        # the user answers the top-level episode's questions; a sub-agent's question ends the sub-agent
+        self.user = harness.users(task) if parent is None else None
 
     def tokens_left(self) -> int | None:
         if self.budgets.max_tokens is None:
@@ -243,7 +251,7 @@ class _Episode:
         compact = self.h.config.compact
         self.goal_tools = select_tools(self.goal, tools, compact.tool_top_k) if compact is not None else []
         budgets = self.h.config.budgets
-        self.builder = ContextBuilder(budgets.context_tokens, budgets.turn_chars, self.h.counter)
+        self.builder = ContextBuilder(budgets.context_tokens, self.turn_chars, self.h.counter)
         self.executor = ActionExecutor(self.backend, self.memory, self.h.skills, self.loaded, self._spawn)
         self.generate = step_generator(self.h.policy)
         self.observer = self.h.policy if isinstance(self.h.policy, ObservingPolicy) else None
@@ -306,6 +314,13 @@ class _Episode:
             thinking_tokens=out.thinking_tokens,
             sampled=sampled,
         )
+        if isinstance(parsed, Clarify) and self.user is not None:
+            reply = self.user.reply(parsed.question)
+            if reply is not None:  # the answer is the step's observation, and the episode goes on
+                observation = Observation(result={"user": reply}, flags=[USER_REPLY_FLAG])
+                observation, feedback = self._observe(step, observation)
+                self._remember(step, text, observation, feedback, "clarify")
+                return None
         terminal = _TERMINAL.get(type(parsed))
         if terminal is not None:
             self.answer = parsed.answer if isinstance(parsed, Finish) else None
@@ -372,7 +387,7 @@ class _Episode:
     def _feedback(self, observation: Observation) -> str:
         """The observation as the context shows it. Raises on what JSON cannot carry (e.g. lone surrogates): the
         full rendering is made first, whatever the profile shows, so every field is checked."""
-        limit, compact = self.h.config.budgets.turn_chars, self.h.config.compact
+        limit, compact = self.turn_chars, self.h.config.compact
         feedback = render_observation(observation, limit)
         if compact is not None and compact.observations != "full":
             feedback = render_observation(observation, limit, compact.observations)

@@ -141,6 +141,20 @@ def consume(
             help="harness_reviser: diagnoses of one category that trigger a revision (FLYWHEEL_REVISER_MIN_CLUSTER).",
         ),
     ] = None,
+    sim_model: Annotated[
+        str | None,
+        typer.Option(help="rollout-worker: policy ref of the LLM-sim simulator; enables backend llm_sim."),
+    ] = None,
+    user_model: Annotated[
+        str | None,
+        typer.Option(
+            help="rollout-worker: policy ref of the model that plays the user of tasks with a persona "
+            "(local:/ckpt or models:/name@alias); without it, tasks' scripted replies answer clarifying questions."
+        ),
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option(help="rollout-worker: ADB serial of a device; enables backend device.")
+    ] = None,
 ) -> None:
     """Run a consumer (its own group ``flywheel.NAME``; a FastStream app on ``kafka://``): at-least-once delivery,
     event-id dedupe, atomic outputs+commit, poison to ``dead-letters``. Stop with Ctrl-C or SIGTERM; uncommitted work
@@ -159,7 +173,15 @@ def consume(
         from infra.cli.consume_rollout import rollout_worker
 
         rollout_worker(
-            workers=workers, state_dir=state_dir, idle_exit=idle_exit, bus=bus, blobs=blobs, registry=registry
+            workers=workers,
+            state_dir=state_dir,
+            idle_exit=idle_exit,
+            bus=bus,
+            blobs=blobs,
+            registry=registry,
+            sim_model=sim_model,
+            user_model=user_model,
+            device=device,
         )
         return
     name = "harness_reviser" if name == "harness-reviser" else name

@@ -34,6 +34,7 @@ class WorkerOptions:
     toolsets: Path | None
     device: str | None
     adb: str
+    user_model: str | None = None
 
 
 def _pool(options: WorkerOptions, ports, resolver):
@@ -82,9 +83,16 @@ def _serve_rollouts(name: str, options: WorkerOptions, stop: threading.Event) ->
     ensure_topics(ports.bus)
     resolver = VersionResolver(ports.registry, ports.bus, options.state_dir / "checkpoints", settings.inference_port())
     pool = _pool(options, ports, resolver)
+    users = None
+    if options.user_model:  # a model plays the users of tasks with a persona; scripted replies otherwise
+        from harness_service.user import user_for
+
+        user_model = resolver.policy(options.user_model)
+        users = lambda task: user_for(task, user_model(task))  # noqa: E731
     worker = RolloutWorker(
         ports,
         pool,
+        users=users,
         name=name,
         state_dir=options.state_dir,
         resolver=resolver,
@@ -125,6 +133,13 @@ def rollout_worker(
     toolsets: Annotated[
         Path | None, typer.Option(help="Extra folder of declared tool sets (*.json|*.yaml) for llm_sim.")
     ] = None,
+    user_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Policy ref of the model that plays the user of tasks with a persona (local:/ckpt or "
+            "models:/name@alias); without it, tasks' scripted replies answer clarifying questions."
+        ),
+    ] = None,
     device: Annotated[str | None, typer.Option(help="ADB serial of a device; enables backend device.")] = None,
     adb: Annotated[str, typer.Option(help="host:port of the adb server.")] = "127.0.0.1:5037",
     bus: BusOpt = None,
@@ -146,6 +161,7 @@ def rollout_worker(
         toolsets,
         device,
         adb,
+        user_model,
     )
     if workers == 1:
         run_rollout_worker("rollout-worker-0", options)

@@ -13,11 +13,13 @@ from bus_schemas.events.episodes import (
     ContextBuilt,
     EpisodeEnded,
     EpisodeStarted,
+    ObservationReturned,
 )
 from bus_schemas.events.sampling import SamplingPlanUpdated
 from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.events.verdicts import EpisodeVerified
 from bus_schemas.topics import TOPIC_CURATION, TOPIC_EPISODES, TOPIC_SAMPLING, TOPIC_TASKS, TOPIC_VERDICTS
+from harness_service.user.simulator import USER_REPLY_FLAG
 from infra.bus.port import Bus
 from infra.events import decodable
 
@@ -33,6 +35,8 @@ class EpisodeRecord:
     actions: dict[int, ActionTaken] = field(default_factory=dict)
     invalid: dict[int, ActionRejected] = field(default_factory=dict)
     ended: EpisodeEnded | None = None
+    user_replies: dict[int, str] = field(default_factory=dict)
+    """The simulated user's answers by clarifying step (observations flagged ``user_reply``), for the replay."""
 
     @property
     def episode_id(self) -> str:
@@ -57,6 +61,11 @@ class EpisodeLog:
             self.episodes[event.episode_id] = EpisodeRecord(event)
         elif isinstance(event, (ContextBuilt, ActionTaken, ActionRejected, EpisodeEnded)):
             self._add_step(event)
+        elif isinstance(event, ObservationReturned) and USER_REPLY_FLAG in event.flags:
+            record = self.episodes.get(event.episode_id)
+            reply = event.result.get("user") if isinstance(event.result, dict) else None
+            if record is not None and isinstance(reply, str):
+                record.user_replies[event.step] = reply
         elif isinstance(event, EpisodeVerified):
             self.verdicts[event.episode_id] = event
         elif isinstance(event, TrajectoryAdmitted):

@@ -23,6 +23,7 @@ from harness_service.memory.store import MemoryStore
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
+from harness_service.user.simulator import ScriptedUser
 from learner.dataset.episodes import EpisodeLog, EpisodeRecord
 from producers.backends import plugins
 from producers.backends.base import Backend
@@ -105,8 +106,14 @@ def rerender_episode(
     order = list(_execution_order(log, record))
     script = [_output(rec, step, read) for rec, step in order]
     blobs, replayed = _CaptureBlobs(), list[Event]()
+    replies = [record.user_replies[step] for step in sorted(record.user_replies)]
     harness = Harness(
-        config=config, policy=ScriptedPolicy(script, "replay"), blobs=blobs, events=replayed.append, skills=skills
+        config=config,
+        policy=ScriptedPolicy(script, "replay"),
+        blobs=blobs,
+        events=replayed.append,
+        skills=skills,
+        users=lambda _task: ScriptedUser(replies),  # the recorded answers, whoever played the user
     )
     memory = MemoryStore() if config.memory.enabled else None
     backend = _backend(episode_id, record.started.backend)

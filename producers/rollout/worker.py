@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,11 +28,13 @@ from bus_schemas.envelope import Event, Producer
 from bus_schemas.errors import SchemaError
 from bus_schemas.events.episodes import EpisodeEnded
 from bus_schemas.events.rollouts import RolloutRequested
+from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.topics import TOPIC_ROLLOUTS
 from harness_service.memory.store import MemoryStore
 from harness_service.policy.base import Policy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
+from harness_service.user import UserSimulator, user_for
 from infra.bootstrap import Ports
 from infra.bus.errors import BusWriteError
 from infra.bus.records import Record, TopicPartition
@@ -76,6 +79,7 @@ class RolloutWorker:
         state_dir: Path = Path(".flywheel/state"),
         resolver: VersionResolver | None = None,
         skills: SkillLibrary | None = None,
+        users: Callable[[TaskSpecified], UserSimulator | None] | None = None,
         poll_records: int = 1,
         stale_after_s: float = 30.0,
         flush_interval_s: float = 0.2,
@@ -90,6 +94,8 @@ class RolloutWorker:
         self.state_dir = state_dir
         self.resolver = resolver or VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints")
         self.skills = skills if skills is not None else SkillLibrary.from_dir(SKILLS_DIR)
+        self.users = users or user_for
+        """Who answers the tasks' clarifying questions (``harness_service.user``)."""
         self.catalog = TaskCatalog(ports.bus)
         self.poll_records = poll_records
         self.stale_after_s = stale_after_s
@@ -215,6 +221,7 @@ class RolloutWorker:
                 self.skills,
                 producer=PRODUCER,
                 version_label=label,
+                users=self.users,
             )
             try:
                 with self.pool.lease(request.backend, self.name) as backend:
