@@ -1,6 +1,8 @@
 """A registry version made ready to serve: its checkpoint at ``<cache root>/<name>/<version>`` with the harness's chat
 template, so an OpenAI-compatible server renders a request's messages into exactly the text the in-process policy
-renders (``harness_service.context.messages.render_messages`` + the assistant prefix)."""
+renders (``harness_service.context.messages.render_messages`` + the assistant prefix), and a verbatim response
+template, so ``transformers serve`` answers with the text the model wrote (by default it parses a Qwen3 checkpoint's
+output with Qwen's template: ``<think>`` moved out of the content, tool calls lifted, whitespace stripped)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,13 @@ from learner.registry import checkpoint_tar
 from producers.rollout.versions import artifact_path
 
 TEMPLATE_FILE = "chat_template.jinja"
+VERBATIM_RESPONSE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": ASSISTANT_PREFIX,
+    "fields": {"content": {"close": "<|im_end|>", "content": "text", "content_args": {"strip": False}}},
+}
+"""``transformers serve``'s response template: the whole completion (up to ``<|im_end|>``) is the content, unstripped;
+the harness parses actions from it exactly as from the in-process policy's text."""
 SAMPLE = (
     ChatMessage(role="system", content="You are a planner."),
     ChatMessage(role="user", content="Add a note 'buy milk'."),
@@ -76,16 +85,16 @@ def apply_chat_template(folder: Path) -> None:
     in-process policy never uses), then check the tokenizer renders :data:`SAMPLE` as the harness does."""
     (folder / TEMPLATE_FILE).write_text(CHAT_TEMPLATE)
     config_file = folder / "tokenizer_config.json"
-    if config_file.is_file():
-        config = json.loads(config_file.read_text())
-        if "chat_template" in config:  # an inline template would compete with the file's
-            del config["chat_template"]
-            config_file.write_text(json.dumps(config, indent=2))
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    config.pop("chat_template", None)  # an inline template would compete with the file's
+    config["response_template"] = VERBATIM_RESPONSE
+    config_file.write_text(json.dumps(config, indent=2))
     check_chat_template(folder)
 
 
 def check_chat_template(folder: Path) -> None:
-    """Raise :class:`TemplateMismatch` unless the tokenizer in ``folder`` renders chat exactly as the harness."""
+    """Raise :class:`TemplateMismatch` unless the tokenizer in ``folder`` renders chat exactly as the harness and
+    returns a reply verbatim."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -94,3 +103,7 @@ def check_chat_template(folder: Path) -> None:
     expected = render_messages(SAMPLE) + ASSISTANT_PREFIX
     if rendered != expected:
         raise TemplateMismatch(f"{folder}: its chat template renders {rendered!r}, the harness {expected!r}")
+    reply = SAMPLE[2].content + "\n"
+    parsed = tokenizer.parse_response(reply + "<|im_end|>", prefix=expected) if tokenizer.response_template else {}
+    if parsed.get("content") != reply:
+        raise TemplateMismatch(f"{folder}: its response template turns {reply!r} into {parsed!r}, not the text itself")

@@ -91,6 +91,20 @@ def test_a_foreign_chat_template_is_replaced_by_the_harness_rendering(tmp_path: 
     assert "chat_template" not in json.loads(config.read_text())
 
 
+def test_a_served_reply_is_the_text_the_model_wrote(tmp_path: Path) -> None:
+    """Our own checkpoint renders right, but transformers serve would parse a qwen3 model's reply with Qwen's template
+    (stripped, <think> and tool calls lifted out of the text) unless the checkpoint names a verbatim one."""
+    folder = _tokenizer_dir(tmp_path / "ckpt")
+    with pytest.raises(TemplateMismatch, match="response template"):
+        check_chat_template(folder)
+    apply_chat_template(folder)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    raw = '\n<think>plan</think>\n<tool_call>\n{"name": "notes.add", "arguments": {}}\n</tool_call> '
+    assert tokenizer.parse_response(raw + "<|im_end|>", prefix="<|im_start|>assistant\n")["content"] == raw
+
+
 @pytest.fixture
 def registry(tmp_path: Path) -> Registry:
     return open_registry(f"sqlite:///{tmp_path}/mlflow.db")
