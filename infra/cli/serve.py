@@ -134,6 +134,9 @@ def model(
     ] = Path(".flywheel/served"),
     poll: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the alias.")] = 5.0,
     device: Annotated[str, typer.Option(help="transformers: device of the model (cpu, cuda, auto).")] = "cpu",
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="transformers: torch CPU threads (default: every core).")
+    ] = None,
     native_tools: Annotated[
         bool, typer.Option(help="vllm: parse Hermes tool calls into the reply's tool_calls (the `tools` field works).")
     ] = True,
@@ -170,6 +173,7 @@ def model(
         port=port,
         cache_root=cache_dir.resolve(),
         device=device,
+        threads=threads,
         native_tools=native_tools,
         start_timeout_s=start_timeout,
         run_id=run_id,

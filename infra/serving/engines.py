@@ -36,12 +36,18 @@ class EngineCommand:
     cwd: Path
     reloads_in_place: bool
     """True: the running process serves a new version by name (transformers); False: restart it (vLLM)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables set for the engine on top of ours."""
 
 
-def transformers_command(cache_root: Path, host: str, port: int, *, device: str = "cpu") -> EngineCommand:
-    """``transformers serve`` in ``cache_root`` (no model pinned: each request loads ``<name>/<version>`` there)."""
+def transformers_command(
+    cache_root: Path, host: str, port: int, *, device: str = "cpu", threads: int | None = None
+) -> EngineCommand:
+    """``transformers serve`` in ``cache_root`` (no model pinned: each request loads ``<name>/<version>`` there);
+    ``threads`` caps torch's CPU threads (OMP_NUM_THREADS), as the in-process policy decodes on one."""
     argv = (_transformers_cli(), "serve", "--host", host, "--port", str(port), "--device", device)
-    return EngineCommand((*argv, "--log-level", "warning"), cache_root, reloads_in_place=True)
+    env = (("OMP_NUM_THREADS", str(threads)),) if threads is not None else ()
+    return EngineCommand((*argv, "--log-level", "warning"), cache_root, reloads_in_place=True, env=env)
 
 
 def vllm_command(

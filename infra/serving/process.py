@@ -44,7 +44,7 @@ class EngineProcess:
     def start(self, timeout_s: float = 120.0) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_file.open("ab")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", **dict(self.command.env)}
         log.info("starting %s (in %s)", " ".join(self.command.argv), self.command.cwd)
         self._process = subprocess.Popen(  # noqa: S603 (our own argv)
             self.command.argv,

@@ -52,6 +52,8 @@ class ServeOptions:
     port: int
     cache_root: Path
     device: str = "cpu"
+    threads: int | None = None
+    """transformers: torch CPU threads of the server (None: torch's default, every core)."""
     native_tools: bool = True
     start_timeout_s: float = 300.0
     run_id: str = "serve"
@@ -119,7 +121,9 @@ class ModelServer:
     def _command(self, version: ServableVersion) -> EngineCommand:
         options = self.options
         if options.engine == "transformers":
-            return transformers_command(options.cache_root, options.host, options.port, device=options.device)
+            return transformers_command(
+                options.cache_root, options.host, options.port, device=options.device, threads=options.threads
+            )
         return vllm_command(
             version.folder, version.label, options.host, options.port, native_tools=options.native_tools
         )
