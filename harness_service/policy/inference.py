@@ -10,6 +10,8 @@ openai+https://host/v1[?...]      any OpenAI-compatible server (``vllm serve``, 
                                   window decodes at most ``max_new_tokens`` (64) in process, so a paired comparison
                                   with ``local:`` sends that (``flywheel serve model`` serves such checkpoints).
                                   The API key comes from FLYWHEEL_INFERENCE_API_KEY or OPENAI_API_KEY.
+                                  ``flywheel serve model NAME@ALIAS`` (``infra.serving``) serves registry versions
+                                  under exactly these names and announces each (``ModelServed``).
 vllm:                             the vLLM offline engine in process (GPU, extra ``gpu``)
 
 Scripted policies (``scripted:reference``) run in process whatever the port; every policy built here is named by the

@@ -132,7 +132,7 @@ def model(
     cache_dir: Annotated[
         Path, typer.Option(help="Downloaded versions (<name>/<version>) and the engine's log (logs/).")
     ] = Path(".flywheel/served"),
-    poll: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the alias.")] = 5.0,
+    poll: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the alias and the engine.")] = 5.0,
     device: Annotated[str, typer.Option(help="transformers: device of the model (cpu, cuda, auto).")] = "cpu",
     threads: Annotated[
         int | None, typer.Option(min=1, help="transformers: torch CPU threads (default: every core).")
@@ -187,7 +187,7 @@ def model(
     server = ModelServer(open_registry(settings.registry, settings), target, options, announce)
     try:
         with stop_on_signals() as stop:
-            server.follow(stop, poll_s=poll if target.alias else 3600.0)
+            server.follow(stop, poll_s=poll)  # a fixed version: the engine is still watched
     finally:
         server.close()
         event_bus.close()
