@@ -13,7 +13,7 @@ from pathlib import Path
 from bus_schemas.envelope import Producer
 from bus_schemas.events.training import ModelServed
 from infra.registry.port import Registry, RegistryError, VersionRef
-from infra.serving.checkpoint import ServableVersion, prepare_version
+from infra.serving.checkpoint import ServableVersion, TemplateMismatch, prepare_version
 from infra.serving.engines import Engine, EngineCommand, transformers_command, vllm_command
 from infra.serving.process import EngineFailed, EngineProcess, wait_port_free
 
@@ -88,16 +88,17 @@ class ModelServer:
         return event
 
     def follow(self, stop: threading.Event, poll_s: float = 5.0) -> None:
-        """``sync`` now, then every ``poll_s`` until ``stop`` is set; a registry outage is logged and retried, an engine
-        that died is an error."""
+        """``sync`` now, then every ``poll_s`` until ``stop`` is set. Later, a registry outage or a new version that
+        cannot be served (download, template check, load) is logged and retried while the current one stays served;
+        an engine that died is an error."""
         self.sync()
         while not stop.wait(poll_s):
             if self.process is None or not self.process.running():
                 raise EngineFailed(f"the {self.options.engine} server at {self.options.endpoint} exited")
             try:
                 self.sync()
-            except (RegistryError, OSError) as exc:
-                log.warning("could not check %s: %s (retrying in %.0f s)", self.target.ref, exc, poll_s)
+            except (RegistryError, OSError, LookupError, TemplateMismatch, EngineFailed) as exc:
+                log.warning("could not serve %s: %s (retrying in %.0f s)", self.target.ref, exc, poll_s)
 
     def close(self) -> None:
         if self.process is not None:
