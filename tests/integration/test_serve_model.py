@@ -8,11 +8,16 @@ No stack: the embedded bus, blobs and registry; the engine is a real ``transform
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import psutil
 import pytest
 from stack_support import free_port
 
@@ -167,3 +172,30 @@ def test_rollouts_through_transformers_serve_record_the_served_version_and_follo
     prompt = local.tokenizer.encode(render_messages(messages) + ASSISTANT_PREFIX, add_special_tokens=False)
     assert step.input_tokens == len(prompt)
     assert step.raw_output is not None and local.generate(messages).text == ports.blobs.get(step.raw_output).decode()
+
+
+def test_the_serve_command_announces_the_version_and_stops_its_engine_on_sigterm(ports: Ports, tmp_path: Path) -> None:
+    """``flywheel serve model`` as its own process: the version answers under its label, and SIGTERM leaves no engine
+    process behind (the engine runs in its own session, so only our command can stop it)."""
+    register_version(ports, tmp_path / "v1", seed=0)
+    port = free_port()
+    argv = [sys.executable, "-c", "from infra.cli.serve import app; app()", "model", "planner@production"]
+    argv += ["--port", str(port), "--poll", "0.5", "--cache-dir", str(tmp_path / "served")]
+    argv += ["--registry", f"sqlite:///{tmp_path}/mlflow.db", "--bus", f"sqlite:///{tmp_path}/bus.db"]
+    command = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: announced(ports, "1") or command.poll() is not None, 200.0, "planner/1 served")
+        assert command.poll() is None, command.communicate()[0].decode()[-2000:]
+        engines = psutil.Process(command.pid).children(recursive=True)
+        assert engines and any("serve" in " ".join(p.cmdline()) for p in engines)
+        body = {"model": "planner/1", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+        reply = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=60.0).json()
+        assert reply["usage"]["completion_tokens"] == 2 and reply["model"].startswith("planner/1")
+        command.send_signal(signal.SIGTERM)
+        output = command.communicate(timeout=60.0)[0].decode()
+    finally:
+        if command.poll() is None:
+            command.kill()
+    assert command.returncode == 0, output[-2000:]
+    assert "serving planner/1 (transformers)" in output
+    assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
