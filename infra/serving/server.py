@@ -82,16 +82,16 @@ class ModelServer:
         self._serve(version)
         previous, self.served = self.served, version
         event = self._announce(ref, version, previous)
-        log.info(
-            "serving %s (%s) at %s as %r", version.label, self.options.engine, self.options.endpoint, version.label
-        )
+        log.info("serving %s (%s) at %s", version.label, self.options.engine, self.options.endpoint)
         return event
 
     def follow(self, stop: threading.Event, poll_s: float = 5.0) -> None:
-        """``sync`` now, then every ``poll_s`` until ``stop`` is set. Later, a registry outage or a new version that
-        cannot be served (download, template check, load) is logged and retried while the current one stays served;
-        an engine that died is an error."""
-        self.sync()
+        """``sync`` now (unless a version is served already), then every ``poll_s`` until ``stop`` is set. After the
+        start, a registry outage or a new version that cannot be served (download, template check, load) is logged and
+        retried while the current one stays served (transformers; a vLLM restart stops the old server first, so there
+        a failed start ends the command); an engine that died is an error."""
+        if self.served is None:
+            self.sync()  # at start, a version that cannot be served is an error
         while not stop.wait(poll_s):
             if self.process is None or not self.process.running():
                 raise EngineFailed(f"the {self.options.engine} server at {self.options.endpoint} exited")

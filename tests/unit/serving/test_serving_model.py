@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from infra.events import ensure_topics, from_record, publish
 from infra.registry.port import Registry
 from infra.serving.checkpoint import ServableVersion, TemplateMismatch, apply_chat_template, check_chat_template
 from infra.serving.engines import EngineUnavailable, check_engine, transformers_command, vllm_command
+from infra.serving.process import EngineFailed
 from infra.serving.server import ModelServer, ServeOptions, ServeTarget
 from learner.model import train_tokenizer
 
@@ -148,3 +151,40 @@ def test_following_an_alias_serves_each_new_version_once_and_announces_it(
         ("2", "1", "production", "planner/2"),
     ]
     assert (second.checkpoint_sha256, second.endpoint, second.engine) == ("b" * 64, options.endpoint, "transformers")
+
+
+class _RunningEngine:
+    def running(self) -> bool:
+        return True
+
+
+def test_a_version_that_cannot_be_served_leaves_the_current_one_served(
+    tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attempts: list[str] = []
+
+    def serve(self: ModelServer, version: ServableVersion) -> None:
+        attempts.append(version.label)
+        if version.ref.version == "2":
+            raise EngineFailed("planner/2: HTTP 500: could not load")
+
+    monkeypatch.setattr(ModelServer, "_serve", serve)
+    checkpoint = _tokenizer_dir(tmp_path / "ckpt")
+    _register(registry, checkpoint, "a" * 64)
+    options = ServeOptions(engine="transformers", host="127.0.0.1", port=8123, cache_root=tmp_path / "served")
+    announced: list[ModelServed] = []
+    server = ModelServer(registry, ServeTarget.parse("planner@production"), options, announced.append)
+    server.process = _RunningEngine()  # type: ignore[assignment]
+    server.sync()
+    _register(registry, checkpoint, "b" * 64)
+    stop = threading.Event()
+    follower = threading.Thread(target=server.follow, args=(stop,), kwargs={"poll_s": 0.1})
+    follower.start()
+    deadline = time.monotonic() + 30.0
+    while attempts.count("planner/2") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    follower.join(10.0)
+    assert not follower.is_alive() and attempts.count("planner/2") >= 2  # retried at every poll, never raised
+    assert server.served is not None and server.served.label == "planner/1"
+    assert [e.model_version for e in announced] == ["1"]  # nothing announced for the version that failed
