@@ -90,8 +90,9 @@ TOPICS: dict[str, TopicSpec] = {
                 "ModelVersionRegistered",
                 "DevSetEvaluated",
                 "RewardScheduleSelected",
+                "ModelServed",
             ),
-            "Training runs, model versions and their evaluations.",
+            "Training runs, model versions, their evaluations and the versions OpenAI-compatible servers serve.",
         ),
         TopicSpec(
             TOPIC_HARNESS,

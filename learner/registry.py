@@ -64,6 +64,11 @@ class Lineage:
 
 def checkpoint_blob(blobs: BlobStore, checkpoint: Path) -> BlobRef:
     """The checkpoint directory as a deterministic tar (sorted names, zeroed times) in the blob store."""
+    return blobs.put(checkpoint_tar(checkpoint), CHECKPOINT_MEDIA_TYPE)
+
+
+def checkpoint_tar(checkpoint: Path) -> bytes:
+    """The deterministic tar of a checkpoint directory: its sha256 is the registered ``checkpoint_sha256``."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path in sorted(p for p in checkpoint.rglob("*") if p.is_file()):
@@ -71,7 +76,7 @@ def checkpoint_blob(blobs: BlobStore, checkpoint: Path) -> BlobRef:
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
             with path.open("rb") as handle:
                 tar.addfile(info, handle)
-    return blobs.put(buffer.getvalue(), CHECKPOINT_MEDIA_TYPE)
+    return buffer.getvalue()
 
 
 def register_checkpoint(

@@ -1,4 +1,4 @@
-"""Model events (topic ``models``): training runs, registered model versions and their dev-set scores."""
+"""Model events (topic ``models``): training runs, registered model versions, their dev-set scores, what is served."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from bus_schemas.blob_ref import BlobRef
+from bus_schemas.blob_ref import BlobRef, Sha256Hex
 from bus_schemas.envelope import Count, Event, Name, Probability, Record, Text
 from bus_schemas.events.tasks import Capability, Split
 from bus_schemas.json_types import JsonData
@@ -82,6 +82,27 @@ class ModelVersionRegistered(Event):
     training_run_id: Name | None = None
     parent_version: Name | None = None
     registry_uri: Annotated[str, Field(max_length=2048)] = ""
+
+
+ServingEngine = Literal["transformers", "vllm"]
+
+
+class ModelServed(Event):
+    """An OpenAI-compatible server now answers requests for ``model_version`` under ``served_model_name``, with the
+    files of that registry version (its checkpoint tar's digest); followed after every move of ``alias``. Episodes
+    run through that endpoint record ``served_model_name`` as their policy version, so each names its weights."""
+
+    event_type: Literal["ModelServed"] = "ModelServed"
+    schema_version: Literal[1] = 1
+    model_name: Name
+    model_version: Name
+    alias: Name | None = None  # the alias followed (``production``); None when a fixed version is served
+    engine: ServingEngine
+    endpoint: Annotated[str, Field(max_length=2048)]  # the OpenAI base URL, e.g. http://127.0.0.1:8000/v1
+    served_model_name: Name  # the ``model`` a request names: ``planner/4``
+    checkpoint_sha256: Sha256Hex  # the registered checkpoint (ModelVersionRegistered.checkpoint) the server loaded
+    registry_uri: Annotated[str, Field(max_length=2048)] = ""
+    previous_version: Name | None = None  # the version served before on this endpoint
 
 
 class CategoryScore(Record):

@@ -1,12 +1,17 @@
 """The inference port: which engine turns a model version into a policy, chosen by URL like the bus, blobs and registry.
 
 local:[?device=cpu|cuda|cuda:N]   transformers in process (the default); the device is cuda when torch sees one, or cpu
-openai+http://host:port/v1[?model=NAME&safe_names=1&native_tools=0]
+openai+http://host:port/v1[?model=NAME&safe_names=1&native_tools=0&max_tokens=N]
 openai+https://host/v1[?...]      any OpenAI-compatible server (``vllm serve``, ``transformers serve``, a hosted API).
                                   The model name sent is the requested policy version (``planner/3``; a checkpoint
                                   directory's path) unless ``?model=`` names one; ``safe_names=1`` sends tool names as
                                   ``^[a-zA-Z0-9_-]{1,64}$`` (``actions.native``); ``native_tools=0`` omits ``tools``.
+                                  ``max_tokens`` caps each completion (default 1024): a learner checkpoint's
+                                  window decodes at most ``max_new_tokens`` (64) in process, so a paired comparison
+                                  with ``local:`` sends that (``flywheel serve model`` serves such checkpoints).
                                   The API key comes from FLYWHEEL_INFERENCE_API_KEY or OPENAI_API_KEY.
+                                  ``flywheel serve model NAME@ALIAS`` (``infra.serving``) serves registry versions
+                                  under exactly these names and announces each (``ModelServed``).
 vllm:                             the vLLM offline engine in process (GPU, extra ``gpu``)
 
 Scripted policies (``scripted:reference``) run in process whatever the port; every policy built here is named by the
@@ -53,6 +58,7 @@ class _OpenAIParams(BaseModel):
     model: Annotated[str, Field(min_length=1)] | None = None
     safe_names: bool = False
     native_tools: bool = True
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
 
 
 class _VLLMParams(BaseModel):
@@ -70,6 +76,7 @@ class Inference:
     served_model: str | None = None
     safe_names: bool = False
     native_tools: bool = True
+    max_tokens: int | None = None
     api_key: SecretStr | None = None
 
     @property
@@ -112,6 +119,7 @@ class Inference:
             api_key=self.api_key,
             native_tools=self.native_tools,
             safe_function_names=self.safe_names,
+            **({"max_tokens": self.max_tokens} if self.max_tokens is not None else {}),
         )
         return OpenAICompatiblePolicy(config, name=label)
 
@@ -163,6 +171,7 @@ def parse_inference(url: str, api_key: SecretStr | None = None) -> Inference:
             served_model=params.model,
             safe_names=params.safe_names,
             native_tools=params.native_tools,
+            max_tokens=params.max_tokens,
             api_key=api_key,
         )
     for scheme, engine in (("local:", "local"), ("vllm:", "vllm")):

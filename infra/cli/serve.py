@@ -1,4 +1,5 @@
-"""``flywheel serve``: run a service over HTTP. ``harness``: the runtime harness (episodes streamed as NDJSON)."""
+"""``flywheel serve``: run a service over HTTP. ``harness``: the runtime harness (episodes streamed as NDJSON);
+``model``: a registry version behind an OpenAI-compatible server, following its alias (``infra.serving``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bus_schemas.envelope import Event
+    from bus_schemas.events.training import ModelServed
     from harness_service.ports import EventSink
 
 import os
@@ -13,6 +15,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from infra.serving.engines import Engine
 
 app = typer.Typer(help="Serve a platform service over HTTP on this machine.", no_args_is_help=True)
 
@@ -103,3 +107,87 @@ def harness(
     )
     limits = ServerLimits(limit_concurrency=limit_concurrency, header_timeout_s=header_timeout)
     uvicorn.Server(server_config(create_app(deps), host, port, limits)).run()
+
+
+@app.command()
+def model(
+    version: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME@ALIAS|NAME/VERSION",
+            help="planner@production (followed: a promoted version is served as soon as the alias moves), or a fixed "
+            "planner/3 (also planner@3).",
+        ),
+    ],
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            help="transformers: `transformers serve` (CPU, any machine); vllm: `vllm serve` (GPU, 'gpu' extra)."
+        ),
+    ] = "transformers",
+    host: Annotated[str, typer.Option(help="Interface the engine binds.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port of the engine.")] = 8000,
+    registry: Annotated[str | None, typer.Option(help="Registry URL (default: FLYWHEEL_REGISTRY).")] = None,
+    bus: Annotated[str | None, typer.Option(help="Bus URL ModelServed goes to (default: FLYWHEEL_BUS).")] = None,
+    cache_dir: Annotated[
+        Path, typer.Option(help="Downloaded versions (<name>/<version>) and the engine's log (logs/).")
+    ] = Path(".flywheel/served"),
+    poll: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the alias and the engine.")] = 5.0,
+    device: Annotated[str, typer.Option(help="transformers: device of the model (cpu, cuda, auto).")] = "cpu",
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="transformers: torch CPU threads (default: every core).")
+    ] = None,
+    native_tools: Annotated[
+        bool, typer.Option(help="vllm: parse Hermes tool calls into the reply's tool_calls (the `tools` field works).")
+    ] = True,
+    start_timeout: Annotated[float, typer.Option(min=1.0, help="Seconds the engine has to start.")] = 300.0,
+    run_id: Annotated[str, typer.Option(help="run_id of the ModelServed events.")] = "serve",
+) -> None:
+    """Serve a registered model version over an OpenAI-compatible API (POST /v1/chat/completions) until Ctrl-C.
+
+    Downloads the version's checkpoint, gives it the harness's chat template (a request renders exactly the text the
+    in-process policy renders; checked before serving), starts the engine, loads the version and publishes
+    ModelServed on the bus. The model is served under its registry label (planner/4): point rollout workers at it
+    with --inference openai+http://HOST:PORT/v1 and every episode records the version that produced it. With an
+    alias, the registry is polled every --poll seconds and a new version is served the same way (transformers: by the
+    running server, loaded by name; vllm: the server is restarted on the same port), then announced.
+    """
+    from infra.bootstrap import open_bus, open_registry
+    from infra.cli.signals import stop_on_signals
+    from infra.config import load_settings
+    from infra.events import ensure_topics, publish
+    from infra.serving.engines import check_engine
+    from infra.serving.server import ModelServer, ServeOptions, ServeTarget
+
+    try:
+        target = ServeTarget.parse(version)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="NAME@ALIAS|NAME/VERSION") from None
+    check_engine(engine)
+    settings = load_settings(registry=registry, bus=bus)
+    event_bus = open_bus(settings.bus, settings)
+    ensure_topics(event_bus)
+    options = ServeOptions(
+        engine=engine,
+        host=host,
+        port=port,
+        cache_root=cache_dir.resolve(),
+        device=device,
+        threads=threads,
+        native_tools=native_tools,
+        start_timeout_s=start_timeout,
+        run_id=run_id,
+    )
+
+    def announce(event: ModelServed) -> None:
+        publish(event_bus, event)
+        digest = event.checkpoint_sha256[:12]
+        typer.echo(f"serving {event.served_model_name} ({engine}) at {event.endpoint}: checkpoint {digest}")
+
+    server = ModelServer(open_registry(settings.registry, settings), target, options, announce)
+    try:
+        with stop_on_signals() as stop:
+            server.follow(stop, poll_s=poll)  # a fixed version: the engine is still watched
+    finally:
+        server.close()
+        event_bus.close()

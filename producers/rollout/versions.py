@@ -5,7 +5,10 @@ directory (``local:/path`` or a path), or a registry ref (``models:/planner@prod
 becomes a policy through the inference port (``harness_service.policy.inference``): with ``local:`` (the default) or
 ``vllm:`` a registry version's artifacts are downloaded once and loaded in process (``TransformersPolicy``, or the
 learner's ``PlannerPolicy`` when the checkpoint carries the prompt window it was trained on); with
-``openai+http(s)://`` nothing is downloaded and the server is asked for the version by name (``planner/3``).
+``openai+http(s)://`` nothing is downloaded and the server is asked for the version by name (``planner/3``); there an
+alias (``planner@production``) means the version the server at that endpoint last announced for it (``ModelServed``,
+published by ``flywheel serve model`` once the version is loaded), so a worker never asks for a version the server has
+not loaded yet; with no announcement for the endpoint, the registry's alias.
 Harness refs: ``default`` (``HarnessConfig()``) or a registry ref (``harness@production``, ``harness/2``).
 Alias refs are re-resolved after the ``models`` or ``harness`` topic grows (ModelVersionRegistered,
 HarnessVersionPublished), so new episodes pick up a new ``@production`` without a restart.
@@ -19,12 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bus_schemas.events.tasks import TaskSpecified
+from bus_schemas.events.training import ModelServed
 from bus_schemas.topics import TOPIC_HARNESS, TOPIC_MODELS
 from harness_service.config import HarnessConfig
 from harness_service.policy.base import Policy
 from harness_service.policy.inference import LOCAL, Inference
 from harness_service.policy.scripted import ScriptedPolicy
 from infra.bus.port import Bus
+from infra.events import from_record, header
 from infra.registry.port import Registry, VersionRef
 
 PolicyFactory = Callable[[TaskSpecified], Policy]
@@ -133,12 +138,32 @@ class VersionResolver:
             raise UnknownVersion(
                 f"unknown policy version {ref!r}: use scripted:reference, local:/path, or models:/name@alias|name/N"
             )
+        if ref not in self._aliases and "@" in ref and self.inference.serves_remotely:
+            served = self._served(ref)
+            if served is not None:
+                self._aliases[ref] = served
         if ref not in self._aliases:
             try:
                 self._aliases[ref] = self._registry(ref).resolve(ref)
             except LookupError as exc:
                 raise UnknownVersion(f"policy version {ref!r} is not in the registry: {exc}") from exc
         return self._aliases[ref]
+
+    def _served(self, ref: str) -> VersionRef | None:
+        """The version last announced (``ModelServed``) for alias ``ref`` at this worker's endpoint, if any."""
+        name, _, alias = ref.partition("@")
+        endpoint = (self.inference.base_url or "").rstrip("/")
+        found: ModelServed | None = None
+        for record in self.bus.replay(TOPIC_MODELS):
+            if header(record, "event_type") != "ModelServed":
+                continue
+            event = from_record(record)
+            assert isinstance(event, ModelServed)
+            if (event.model_name, event.alias, event.endpoint.rstrip("/")) == (name, alias, endpoint):
+                found = event
+        if found is None:
+            return None
+        return VersionRef(found.model_name, found.model_version, None, found.registry_uri, aliases=(alias,))
 
     def _registry(self, ref: str) -> Registry:
         if self.registry is None:

@@ -54,6 +54,9 @@ def test_openai_urls_give_the_server_base_url_model_and_options() -> None:
     hosted = parse_inference("openai+https://api.example.com/v1?model=gpt-x&safe_names=1&native_tools=0")
     assert hosted.base_url == "https://api.example.com/v1" and hosted.serves_remotely
     assert (hosted.served_model, hosted.safe_names, hosted.native_tools) == ("gpt-x", True, False)
+    assert plain.served_policy("planner/1", "planner/1").config.max_tokens == 1024  # the client's default cap
+    capped = parse_inference("openai+http://127.0.0.1:8000/v1?max_tokens=64").served_policy("planner/1", "planner/1")
+    assert capped.config.max_tokens == 64  # a learner checkpoint's window decodes 64 in process
 
 
 def test_vllm_is_the_offline_engine() -> None:
@@ -71,6 +74,7 @@ def test_vllm_is_the_offline_engine() -> None:
         ("local:?device=tpu", "?device: String should match pattern"),
         ("local:/ckpt", "takes no path"),
         ("vllm:?gpu=1", "known: none"),
+        ("openai+http://h:1/v1?max_tokens=0", "?max_tokens: Input should be greater than or equal to 1"),
     ],
 )
 def test_bad_inference_urls_are_refused_naming_the_problem(url: str, says: str) -> None:

@@ -17,6 +17,7 @@ from bus_schemas.actions import Finish, ToolCall
 from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import ActionTaken, EpisodeEnded, EpisodeStarted
 from bus_schemas.events.rollouts import RolloutRequested
+from bus_schemas.events.training import ModelServed
 from harness_service.policy.inference import parse_inference
 from harness_service.policy.openai_http import OpenAICompatiblePolicy
 from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
@@ -163,3 +164,33 @@ def test_a_rollout_through_an_openai_server_records_its_tool_call_and_usage(
     assert [(e.input_tokens, e.output_tokens, e.thinking_tokens) for e in taken] == [(321, 17, 4)] * 2
     assert [body["model"] for body in FakeOpenAI.requests] == ["planner/1", "planner/1"]
     assert TOOL.replace(".", "__") in {t["function"]["name"] for t in FakeOpenAI.requests[0]["tools"]}
+
+
+def _served(version: str, endpoint: str) -> ModelServed:
+    return ModelServed(
+        producer=P,
+        run_id="unit",
+        model_name="planner",
+        model_version=version,
+        alias="production",
+        engine="transformers",
+        endpoint=endpoint,
+        served_model_name=f"planner/{version}",
+        checkpoint_sha256="c" * 64,
+    )
+
+
+def test_an_openai_worker_asks_for_the_version_its_server_announced_for_the_alias(ports: Ports, tmp_path: Path) -> None:
+    """The registry's @production moves before the server has loaded the new version; the worker keeps asking for
+    the announced one (ModelServed at its endpoint) until the server announces the next."""
+    ports.registry.set_alias("planner", "production", "1")
+    port = parse_inference("openai+http://127.0.0.1:9/v1")
+    resolver = VersionResolver(ports.registry, ports.bus, tmp_path / "cache", port, check_every_s=0.0)
+    resolver.refresh()
+    assert resolver.policy("planner@production")(TASK).name == "planner/1"  # nothing announced: the registry's
+    publish(ports.bus, _served("7", "http://127.0.0.1:9/v1/"), _served("8", "http://elsewhere:9/v1"))
+    assert resolver.refresh()
+    policy = resolver.policy("models:/planner@production")(TASK)
+    assert (policy.name, getattr(policy, "model", None)) == ("planner/7", "planner/7")  # its endpoint's, not :8
+    local = VersionResolver(ports.registry, ports.bus, tmp_path / "local", parse_inference("local:"))
+    assert local._resolve("planner@production").version == "1"  # in process: the registry decides
