@@ -258,7 +258,7 @@ def tool_routing(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerifie
         for at, where, s in _steps(ep)
         if s.call is not None
         and (
-            s.call.name not in task.tools
+            (task.tools and s.call.name not in task.tools)  # no list: the backend offers its own tools
             or (s.observation and s.observation.error and s.observation.error.code == "unknown_tool")
         )
     ]

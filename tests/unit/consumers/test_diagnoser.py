@@ -29,6 +29,16 @@ def test_wrong_tool_for_the_goal_is_tool_routing():
     assert (d.attribution, d.step) == ("tool_routing", 0)
 
 
+def test_a_task_without_a_tool_list_leaves_tool_routing_to_the_backends_answer():
+    """An external task lists no tools (its backend offers its own): a call is misrouted only if the backend says so."""
+    task = _state_task().model_copy(update={"tools": []})
+    fine = episode(task, [(ToolCall(name="crm.lookup", args={}), obs(result={"ok": True})), (Finish(), None)])
+    assert "tool_routing" not in {f.label for f in findings(task, fine, verdict(task, ids_of(task, "state")))}
+    unknown = episode(task, [(ToolCall(name="crm.lookup_x", args={}), obs(error="unknown_tool")), (Finish(), None)])
+    d = diagnose(verdict(task, ids_of(task, "state")), task, unknown, P)
+    assert (d.attribution, d.step) == ("tool_routing", 0)
+
+
 def test_unsupported_argument_is_argument_grounding():
     task = _state_task()
     ep = episode(task, [(_call(task, x="bogus"), obs(error="invalid_argument")), (Finish(), None)])
