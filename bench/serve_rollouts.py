@@ -9,6 +9,7 @@ same token budget and a window wide enough to keep every prompt whole, so both d
 episodes/s, steps/s and the ratio. No stack needed.
 
     .venv/bin/python bench/serve_rollouts.py [--episodes 8] [--hidden 128] [--max-new-tokens 16] [--serve-threads 1]
+        [--engine transformers|vllm] [--device cpu|cuda]   (vllm on a GPU: bench/gpu_check.sh)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from harness_service.policy.inference import Inference, parse_inference
 from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics, publish
+from infra.serving.engines import ENGINES
 from infra.serving.server import ModelServer, ServeOptions, ServeTarget
 from learner.model import PromptWindow, TinyModelConfig, build_tiny_model, save_checkpoint, train_tokenizer
 from learner.registry import PRODUCTION, Lineage, register_checkpoint
@@ -102,6 +104,8 @@ def main() -> None:
     parser.add_argument(
         "--serve-threads", type=int, default=1, help="torch threads of transformers serve (0: torch's default)"
     )
+    parser.add_argument("--engine", choices=ENGINES, default="transformers", help="the server flywheel serve starts")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: the server's and the in-process policy's")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
@@ -114,14 +118,16 @@ def main() -> None:
         publish(bus, *tasks)
         version = register(ports, root / "checkpoint", args.hidden, args.max_new_tokens)
         threads = args.serve_threads or None
-        options = ServeOptions("transformers", "127.0.0.1", args.port, root / "served", threads=threads)
+        options = ServeOptions(args.engine, "127.0.0.1", args.port, root / "served", args.device, threads=threads)
         server = ModelServer(ports.registry, ServeTarget.parse(POLICY), options, lambda e: publish(bus, e))
         try:
             server.sync()
             served_url = f"openai+http://127.0.0.1:{args.port}/v1?max_tokens={args.max_new_tokens}"
             rows = {
-                "in process (local:)": bench_worker(ports, parse_inference("local:?device=cpu"), tasks, root, "local"),
-                "transformers serve (openai+http)": bench_worker(
+                f"in process (local:, {args.device})": bench_worker(
+                    ports, parse_inference(f"local:?device={args.device}"), tasks, root, "local"
+                ),
+                f"{args.engine} serve (openai+http)": bench_worker(
                     ports, parse_inference(served_url), tasks, root, "served"
                 ),
             }
