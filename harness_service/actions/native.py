@@ -40,7 +40,10 @@ ACTION_FUNCTIONS: dict[str, tuple[type[BaseModel], str]] = {
         SubagentSpawn,
         "Run a sub-agent on a sub-goal with some of the tools (by name); its summary comes back as the result.",
     ),
-    "clarify": (Clarify, "Ask the user a question instead of acting; this ends the task."),
+    "clarify": (
+        Clarify,
+        "Ask the user a question instead of acting; their answer comes back if they can give one, else the task ends.",
+    ),
     "refuse": (Refuse, "Decline the task, with the reason it cannot or must not be done; this ends the task."),
 }
 """The reserved function names (the action kinds besides ``tool_call``): the action model and what a model reads.
