@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=300, help="SFT steps of the shared starting checkpoint")
     parser.add_argument("--dev-per-category", type=int, default=4)
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=max(140, Console().width))
     torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))  # one core for the rollout worker
     config = LearnerConfig(dev_per_category=args.dev_per_category)
     with tempfile.TemporaryDirectory(prefix="bench-rl-async-") as tmp:
