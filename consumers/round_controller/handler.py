@@ -108,14 +108,16 @@ def schedule(
     temperature: float | None = None,
 ) -> list[RolloutRequested]:
     """``planned_rollouts`` draws over train tasks by plan weight (each task once before any twice); seeded by the
-    plan id, so replay draws alike. A model's rollouts sample at ``temperature`` (each with its own seed)."""
+    round number, not the run id, so a replay draws alike and two runs with the same pool and plan draw the same
+    tasks and seeds (an A/B run differs only in what it changes). A model's rollouts sample at ``temperature``
+    (each with its own seed)."""
     if started.policy_version.startswith("scripted:"):
         temperature = None
     tasks = sorted(train, key=lambda t: t.task_id)
     weights = [_weight(t, plan) for t in tasks]
     if not tasks or not any(weights):
         return []
-    rng = random.Random(plan.plan_id)
+    rng = random.Random(f"round-{started.round}")
     picks = _weighted_draws(rng, tasks, weights, started.planned_rollouts)
     return [
         RolloutRequested(

@@ -22,7 +22,7 @@ from bus_schemas.events import (
     overall_score,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER
-from consumers.round_controller.handler import RoundConfig, start_round
+from consumers.round_controller.handler import RoundConfig, schedule, start_round
 from consumers.round_controller.spec import RoundController
 from infra.bootstrap import Ports, open_blob_store, open_bus
 from infra.events import ensure_topics, publish_all
@@ -60,6 +60,24 @@ def test_a_plan_schedules_the_planned_rollouts_reproducibly(ports):
     assert [r.episode_id for r in first] == [r.episode_id for r in again]
     memory = {t.task_id for t in train if t.category == "memory"}
     assert all(r.task_id in memory and r.policy_version == "p0" and r.round == 0 for r in first)
+
+
+def test_two_runs_with_the_same_pool_and_plan_draw_the_same_tasks_and_seeds():
+    """The draw follows the round, not the run id: an ablation's arms roll out the same instances."""
+    train = [t for t in suite() if t.split == "train"]
+    even = {"memory": 1.0, "tool_use": 1.0, "skills": 1.0, "sub_agent": 1.0}
+    drawn = []
+    for run in ("run-a", "run-b"):
+        ids = {**IDS, "run_id": run}
+        plan = SamplingPlanUpdated(**ids, plan_id=f"{run}/round-0", category_weights=even, reweighter_version="v")
+        requests = schedule(plan, start_round(run, 0, "p0", "h0", 16, P), train, P)
+        drawn.append([(r.task_id, r.seed) for r in requests])
+    assert len(drawn[0]) == 16 and drawn[0] == drawn[1]
+    later = SamplingPlanUpdated(
+        **{**IDS, "round": 1}, plan_id="run-a/round-1", category_weights=even, reweighter_version="v"
+    )
+    other = schedule(later, start_round("run-a", 1, "p0", "h0", 16, P), train, P)
+    assert [(r.task_id, r.seed) for r in other] != drawn[0]  # each round draws anew
 
 
 def _decision(task, i, admitted=True):
