@@ -23,15 +23,16 @@ class Frontier:
     """The frontier's tasks, or the whole pool when it is empty (nothing learned about the model yet)."""
     templates: dict[str, float]
     """Frontier template -> the model's success rate on it."""
-    fallback: bool
-    """True when ``tasks`` is the whole pool."""
+
+    @property
+    def fallback(self) -> bool:
+        """True when ``tasks`` is the whole pool (no template of the pool is on the frontier)."""
+        return not self.templates
 
 
 def template_of(task: TaskSpecified) -> str:
     """The template a task instantiates (recombined and generated tasks: their own id's first segment)."""
-    if task.source is not None and task.source.template_id:
-        return task.source.template_id
-    return task.task_id.split("/", 1)[0]
+    return task.source.template_id or task.task_id.split("/", 1)[0]
 
 
 def success_by_template(
@@ -55,5 +56,5 @@ def frontier(
     """``pool``'s tasks whose template the model (``verdicts``: its own episodes) solves at a rate in
     (0, ``mastered_at``)."""
     rates = {t: s / n for t, (s, n) in success_by_template(pool, verdicts).items() if n and 0 < s / n < mastered_at}
-    tasks = [t for t in pool if template_of(t) in rates]
-    return Frontier(tasks or list(pool), rates, fallback=not tasks)
+    tasks = [t for t in pool if template_of(t) in rates]  # rates name only pool templates: empty iff rates is
+    return Frontier(tasks or list(pool), rates)
