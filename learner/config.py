@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_service.config import CompactContext, HarnessBudgets, HarnessConfig
 from learner.model.factory import TinyModelConfig
+from learner.model.lora import LoraSettings
 from learner.rl.config import RlSettings
 from learner.sft.config import SftSettings
 
@@ -41,7 +42,12 @@ class LearnerConfig(BaseModel):
 
     model_name: str = "planner"
     base_checkpoint: Path | None = None
-    """A local checkpoint directory to start from (e.g. a Qwen3 model); None builds the tiny model."""
+    """A local checkpoint directory to start from (e.g. a Qwen3 model); None builds the tiny model. See
+    ``for_base_model`` for the settings such a model needs."""
+    lora: LoraSettings | None = None
+    """Train LoRA adapters (peft) instead of every weight, in SFT and RL; checkpoints are saved merged."""
+    chat_template: bool = False
+    """Prompt with the tokenizer's own chat template (``PromptWindow.chat_template``) instead of ChatML."""
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     vocab_size: Annotated[int, Field(ge=300)] = 1024
     """Small, so names and values the model never saw still split into pieces it has produced; 1,024 rather than
@@ -87,3 +93,26 @@ class LearnerConfig(BaseModel):
     dev_per_category: Annotated[int, Field(ge=1)] | None = 16
     work_dir: Path = Path(".flywheel/learner")
     require_approval: bool = False
+
+
+def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSettings | None = None) -> LearnerConfig:
+    """``config`` set up for a checkpoint the user brings (``flywheel run --base-model``): the full default harness
+    (not the tiny model's compact profile), prompts rendered with the checkpoint's own chat template in a
+    4,096-token window, no copy bias, and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
+    rate = 1e-5 if lora is None else 2e-4
+    return config.model_copy(
+        update={
+            "base_checkpoint": checkpoint,
+            "lora": lora,
+            "chat_template": True,
+            "harness": HarnessConfig(),
+            "max_prompt_tokens": 4096,
+            "max_new_tokens": 256,
+            "goal_tokens": 0,
+            "system_tokens": 0,
+            "copy_bias": 0.0,
+            "sft": config.sft.model_copy(update={"learning_rate": rate}),
+            "continued_sft": config.continued_sft.model_copy(update={"learning_rate": rate}),
+            "rl": config.rl.model_copy(update={"learning_rate": rate / 10 if lora is None else rate / 4}),
+        }
+    )

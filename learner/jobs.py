@@ -18,7 +18,7 @@ from infra.bootstrap import Ports
 from infra.events import decodable, publish_all
 from learner.care.controller import ControllerInputs, choose_schedule
 from learner.care.history import recent_dev_overall, schedule_in_force
-from learner.config import LearnerConfig
+from learner.config import LearnerConfig, tiny_harness
 from learner.dataset.augment import augment
 from learner.dataset.build import MANIFEST_MEDIA_TYPE, DatasetBuild, Example, build_dataset
 from learner.dataset.coldstart import seed_cold_start
@@ -26,6 +26,7 @@ from learner.dataset.episodes import read_log
 from learner.dataset.harnesses import harness_resolver
 from learner.eval.dev import DevReport, evaluate_dev, pick_tasks
 from learner.model.factory import build_tiny_model, load_checkpoint, save_checkpoint
+from learner.model.lora import with_lora
 from learner.model.policy import PlannerPolicy
 from learner.model.tokenizer import train_tokenizer
 from learner.model.window import PromptWindow, turn_corpus
@@ -70,7 +71,12 @@ def _label(harness: HarnessConfig) -> str:
 
 def window(config: LearnerConfig) -> PromptWindow:
     return PromptWindow(
-        config.max_prompt_tokens, config.max_new_tokens, config.goal_tokens, config.system_tokens, config.copy_bias
+        config.max_prompt_tokens,
+        config.max_new_tokens,
+        config.goal_tokens,
+        config.system_tokens,
+        config.copy_bias,
+        config.chat_template,
     )
 
 
@@ -111,11 +117,14 @@ def seed_reference_episodes(
 def current_dataset(ports: Ports, config: LearnerConfig) -> DatasetBuild:
     """Admitted (or, before any curation, verified) episodes of any harness version found, re-rendered and checked.
 
-    Our own harness and the built-in default (what rollout workers run for ``default``) are known; revised
+    Our own harness, the tiny model's and the built-in default (what rollout workers run for ``default``) are known;
+    revised
     versions (``name/N``) are loaded from the registry.
     """
     log = read_log(ports.bus)
-    known = {_label(HarnessConfig()): HarnessConfig(), harness_version(config): config.harness}
+    known = {
+        _label(harness): harness for harness in (HarnessConfig(), tiny_harness(), config.harness)
+    }  # the defaults of `flywheel train seed` (tiny) and of rollout workers, and the learner's own
     resolve = harness_resolver(known, ports.registry)
     return build_dataset(log, resolve, skills(), ports.blobs.get, self_weight=config.self_weight)
 
@@ -127,7 +136,13 @@ def _training_rows(config: LearnerConfig, data: DatasetBuild) -> list[Example]:
 
 def _fresh_model(config: LearnerConfig, data: DatasetBuild) -> tuple[Any, Any, PromptWindow]:
     if config.base_checkpoint is not None:
-        return (*load_checkpoint(config.base_checkpoint), window(config))
+        model, tokenizer = load_checkpoint(config.base_checkpoint)
+        if config.chat_template and not getattr(tokenizer, "chat_template", None):
+            raise ValueError(
+                f"{config.base_checkpoint} has no chat template (chat_template.jinja or tokenizer_config.json): "
+                "a base model is prompted with its own template"
+            )
+        return model, tokenizer, window(config)
     tokenizer = train_tokenizer(
         turn_corpus(e.prompt + e.completion for e in _training_rows(config, data)), config.vocab_size
     )
@@ -181,6 +196,7 @@ def run_sft(
         window=prompt_window,
         on_step=progress,
         time_budget_s=time_budget_s,
+        lora=config.lora,
     )
     lineage = Lineage(
         model_name=config.model_name,
@@ -412,6 +428,7 @@ def run_rl(
                 settings=settings,
                 window=prompt_window,
                 on_step=progress,
+                lora=config.lora,
             )
             sft_digest = data.digest
             history.extend((step, {f"sft_{k}": v for k, v in values.items()}) for step, values in sft.history)
@@ -423,7 +440,7 @@ def run_rl(
             }
     schedule = schedule_in_force(ports.bus, config.model_name)
     state = RlState(
-        model,
+        model if config.lora is None else with_lora(model, config.lora),
         tokenizer,
         checkpoints=config.work_dir / f"rl-{run_id}-r{round}-steps",
         model_name=config.model_name,
@@ -472,7 +489,7 @@ def run_rl(
     chosen = choice.model_copy(update={"round": round})
     if publish:
         publish_all(ports.bus, [chosen])
-    target = save_checkpoint(model, tokenizer, config.work_dir / f"rl-{run_id}-r{round}")
+    target = save_checkpoint(state.model, tokenizer, config.work_dir / f"rl-{run_id}-r{round}")
     state.window.save(target)
     metrics = {
         **sft_metrics,

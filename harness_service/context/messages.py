@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -32,6 +33,18 @@ def render_message(message: ChatMessage) -> str:
 def render_messages(messages: Sequence[ChatMessage]) -> str:
     """The exact text a completion model sees (ChatML): the learner re-renders training examples with it."""
     return "".join(render_message(m) for m in messages)
+
+
+_RENDERED = re.compile(r"<\|im_start\|>(system|user|assistant)\n(.*?)<\|im_end\|>\n", re.DOTALL)
+
+
+def parse_messages(text: str) -> list[ChatMessage]:
+    """Inverse of ``render_messages``: the messages of a ChatML text, for a model that renders them with its own
+    chat template (``learner.model.window.PromptWindow.chat_template``). Raises ValueError on anything else."""
+    messages = [ChatMessage(role=m[1], content=m[2]) for m in _RENDERED.finditer(text)]
+    if render_messages(messages) != text:
+        raise ValueError("not a ChatML rendering of chat messages (render_messages output)")
+    return messages
 
 
 def message_json(message: ChatMessage) -> bytes:

@@ -67,6 +67,24 @@ def run(
         ),
     ] = None,
     sft_steps: Annotated[int | None, typer.Option(min=1, help="SFT optimiser steps per training run.")] = None,
+    base_model: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="Start from this local Hugging Face checkpoint dir (weights, tokenizer, chat template) instead of "
+            "the tiny model: prompts use its own chat template, the full default harness, a 4,096-token window. "
+            "Nothing is downloaded.",
+        ),
+    ] = None,
+    lora: Annotated[
+        bool,
+        typer.Option(
+            "--lora/--full",
+            help="Train LoRA adapters (peft) instead of every weight, in SFT and RL; versions are saved merged.",
+        ),
+    ] = False,
+    lora_rank: Annotated[int, typer.Option(min=1, help="LoRA rank (with --lora).")] = 16,
     dev_per_category: Annotated[
         int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")
     ] = None,
@@ -107,6 +125,8 @@ def run(
     from infra.loop.config import LoopConfig
     from infra.loop.config import profile as loop_profile
     from infra.loop.run import run_loop
+    from learner.config import for_base_model
+    from learner.model.lora import LoraSettings
 
     base = _loop_config(config) if config else loop_profile(profile)
     updates: dict[str, object] = {
@@ -129,8 +149,14 @@ def run(
         learner["sft"] = base.learner.sft.model_copy(update={"max_steps": sft_steps})
     if dev_per_category is not None:
         learner["dev_per_category"] = dev_per_category
-    if learner:
-        updates["learner"] = base.learner.model_copy(update=learner)
+    learner_config = base.learner.model_copy(update=learner)
+    lora_settings = LoraSettings(rank=lora_rank, alpha=2 * lora_rank) if lora else None
+    if base_model is not None:
+        learner_config = for_base_model(learner_config, base_model, lora=lora_settings)
+    elif lora_settings is not None:
+        learner_config = learner_config.model_copy(update={"lora": lora_settings})
+    if learner_config != base.learner:
+        updates["learner"] = learner_config
     loop = LoopConfig.model_validate({**base.model_dump(), **updates})
     settings = load_settings(bus=bus, blobs=blobs, registry=registry, inference=inference)
     name = run_id or f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"

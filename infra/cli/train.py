@@ -20,7 +20,8 @@ from infra.config import load_settings
 console = Console()
 app = typer.Typer(
     help=(
-        "The learner: seed cold-start episodes, SFT a planner (tiny model from a config, or --base-checkpoint), "
+        "The learner: seed cold-start episodes, SFT a planner (tiny model from a config, or a local checkpoint with "
+        "--base-checkpoint, fully or with --lora), "
         "GRPO with CARE rewards over bus rollouts. Every run is an MLflow run; checkpoints become @candidate."
     ),
     no_args_is_help=True,
@@ -34,6 +35,14 @@ RegistryOpt = Annotated[str | None, typer.Option("--registry", help="http://mlfl
 RunOpt = Annotated[str | None, typer.Option("--run-id", help="Run id on every event (default: a fresh one).")]
 ModelOpt = Annotated[str, typer.Option("--model", help="Registered model name.")]
 WorkOpt = Annotated[Path, typer.Option("--work-dir", help="Where checkpoints are written.")]
+LoraOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lora/--full",
+        help="Train LoRA adapters (peft) instead of every weight; the checkpoint is saved with them merged in.",
+    ),
+]
+LoraRankOpt = Annotated[int, typer.Option(min=1, help="LoRA rank (with --lora).")]
 
 
 @contextmanager
@@ -72,6 +81,12 @@ def _config(model: str, work_dir: Path, **updates: object):  # noqa: ANN202 (Lea
     return LearnerConfig(model_name=model, work_dir=work_dir, **{k: v for k, v in updates.items() if v is not None})
 
 
+def _lora(lora: bool, rank: int):  # noqa: ANN202 (LoraSettings | None, imported lazily)
+    from learner.model.lora import LoraSettings
+
+    return LoraSettings(rank=rank, alpha=2 * rank) if lora else None
+
+
 @app.command()
 def seed(
     bus: BusOpt = None,
@@ -98,17 +113,30 @@ def sft(
     run_id: RunOpt = None,
     model: ModelOpt = "planner",
     work_dir: WorkOpt = Path(".flywheel/learner"),
-    base_checkpoint: Annotated[Path | None, typer.Option(help="Local checkpoint dir (default: tiny model).")] = None,
+    base_checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="A local Hugging Face checkpoint dir with its tokenizer and chat template (default: the tiny "
+            "model). Prompts are rendered with its own template; nothing is downloaded.",
+        ),
+    ] = None,
     base_version: Annotated[str | None, typer.Option(help="Continue from this registered version (e.g. 3).")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Optimizer steps (default: the learner config's).")] = None,
     time_budget: Annotated[float | None, typer.Option(help="Stop after this many seconds of training.")] = None,
     round: Annotated[int, typer.Option(help="Round number on the events and the checkpoint folder.")] = 0,
+    lora: LoraOpt = False,
+    lora_rank: LoraRankOpt = 16,
 ) -> None:
     """SFT on the admitted (or verified) trajectories, from scratch or continued; registers it as @candidate."""
     run_id = _logged_run(run_id, "sft")
+    from learner.config import for_base_model
     from learner.jobs import run_sft
 
-    config = _config(model, work_dir, base_checkpoint=base_checkpoint)
+    config = _config(model, work_dir, lora=_lora(lora, lora_rank))
+    if base_checkpoint is not None:
+        config = for_base_model(config, base_checkpoint, lora=config.lora)
     with _ports(bus, blobs, registry) as ports, _bar("SFT steps") as bar:
         outcome = run_sft(
             ports,
@@ -140,6 +168,8 @@ def rl(
             "rollout-worker` / `verifier` processes serve the groups)."
         ),
     ] = True,
+    lora: LoraOpt = False,
+    lora_rank: LoraRankOpt = 16,
 ) -> None:
     """GRPO with CARE rewards over groups of bus rollouts; registers the result as @candidate."""
     run_id = _logged_run(run_id, "rl")
@@ -148,7 +178,7 @@ def rl(
     from learner.jobs import run_rl
     from learner.rl.services import LocalServices
 
-    config = _config(model, work_dir)
+    config = _config(model, work_dir, lora=_lora(lora, lora_rank))
     with _ports(bus, blobs, registry) as ports, _bar("RL steps") as bar, tempfile.TemporaryDirectory() as scratch:
         services = LocalServices(ports, Path(scratch)) if local_workers else None
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness_service.context.messages import ChatMessage, render_messages
 from infra.registry.port import Registry, VersionRef
 from learner.model.tokenizer import CHAT_TEMPLATE
-from learner.model.window import ASSISTANT_PREFIX
+from learner.model.window import ASSISTANT_PREFIX, PromptWindow
 from learner.registry import checkpoint_tar
 from producers.rollout.versions import artifact_path
 
@@ -55,12 +55,14 @@ class ServableVersion:
 
 def prepare_version(registry: Registry, ref: VersionRef, cache_root: Path) -> ServableVersion:
     """Download ``ref``'s checkpoint to ``cache_root/<name>/<version>`` (once; a crash leaves no half copy), give it
-    the harness's chat template and check that it renders what the harness renders."""
+    the harness's chat template and check that it renders what the harness renders. A version whose prompt window
+    uses the tokenizer's own chat template (trained from ``--base-model``) is served with that template."""
     folder = cache_root / ref.name / ref.version
     if not (folder / "config.json").is_file():
         _download(registry, ref, folder)
     sha256 = ref.tags.get("checkpoint_sha256") or hashlib.sha256(checkpoint_tar(folder)).hexdigest()
-    apply_chat_template(folder)
+    if not PromptWindow.load(folder).chat_template:  # a --base-model version keeps (and was trained with) its own
+        apply_chat_template(folder)
     return ServableVersion(ref, folder, sha256)
 
 

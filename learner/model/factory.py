@@ -47,9 +47,12 @@ def build_tiny_model(tokenizer: Any, config: TinyModelConfig | None = None) -> A
 
 
 def save_checkpoint(model: Any, tokenizer: Any, path: Path) -> Path:
-    """Model and tokenizer side by side, loadable with ``local_files_only``."""
+    """Model and tokenizer side by side, loadable with ``local_files_only``; a LoRA model is saved merged (a copy:
+    the adapters stay trainable)."""
+    from learner.model.lora import plain_model
+
     path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
+    plain_model(model).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

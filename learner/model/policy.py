@@ -1,4 +1,4 @@
-"""The planner as a harness policy: ChatML prompt cut to its ``PromptWindow``, greedy or sampled."""
+"""The planner as a harness policy: its prompt rendered and cut by its ``PromptWindow``, greedy or sampled."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput, SampledTokens
 from learner.model.copy_bias import CopyBias
-from learner.model.window import END, PromptWindow
+from learner.model.window import PromptWindow
 
 __all__ = ["PlannerPolicy", "PromptWindow", "sample_key"]
 
@@ -78,7 +78,7 @@ class PlannerPolicy:
         rendered = render_messages(messages)
         ids = self.window.prompt_ids(self.tokenizer, rendered)
         prompt = torch.tensor([ids], device=self.network.device)
-        end = self.tokenizer.convert_tokens_to_ids(END)
+        end = self.window.end_id(self.tokenizer)
         self.network.eval()
         threads = torch.get_num_threads()
         torch.set_num_threads(self.inference_threads)

@@ -1,4 +1,5 @@
-"""The token window a planner sees: the task turn plus the newest turns, or just the newest tokens."""
+"""The token window a planner sees: the task turn plus the newest turns, or just the newest tokens; ChatML or the
+tokenizer's own chat template."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from harness_service.context.messages import parse_messages
 
 ASSISTANT_PREFIX = "<|im_start|>assistant\n"
 END = "<|im_end|>"
@@ -51,6 +54,12 @@ class PromptWindow:
     copy_bias: float = 0.0
     """Decoding: the logit bonus of tokens that continue a passage of the prompt inside a tool call's string
     argument (``learner.model.copy_bias``); 0 turns it off. Saved with the window, so every loader decodes alike."""
+    chat_template: bool = False
+    """Render the harness's messages with the tokenizer's own chat template (a checkpoint a user brings with
+    ``--base-model``: Qwen, Llama, ...) instead of the tiny model's ChatML text; a turn ends with the template's
+    end-of-turn token. Too long a prompt drops whole turns after the task turn, oldest first (the system turn and
+    the task always stay), then keeps the newest ``max_prompt_tokens``; ``goal_tokens``/``system_tokens`` apply to
+    ChatML only. Training and decoding both go through ``prompt_ids``/``completion_ids``, so they stay identical."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.goal_tokens < self.max_prompt_tokens:
@@ -62,6 +71,8 @@ class PromptWindow:
             raise ValueError("system_tokens needs goal_tokens > 0 and system_tokens + goal_tokens < max_prompt_tokens")
         if self.copy_bias < 0:
             raise ValueError(f"copy_bias must be >= 0, got {self.copy_bias}")
+        if self.chat_template and (self.goal_tokens or self.system_tokens):
+            raise ValueError("goal_tokens/system_tokens cut ChatML turns: set both to 0 with chat_template")
 
     def save(self, checkpoint: Path) -> None:
         """Stored beside the weights, so any loader serves the model with the window it was trained with."""
@@ -73,6 +84,8 @@ class PromptWindow:
         return cls(**json.loads(path.read_text())) if path.is_file() else cls()
 
     def prompt_ids(self, tokenizer: Any, messages_text: str) -> list[int]:
+        if self.chat_template:
+            return _templated_prompt(tokenizer, messages_text, self.max_prompt_tokens)
         if self.goal_tokens == 0:
             ids = _encode(tokenizer, messages_text + ASSISTANT_PREFIX)
             return ids[-self.max_prompt_tokens :]
@@ -87,7 +100,45 @@ class PromptWindow:
         return head + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_PREFIX], self.max_prompt_tokens - len(head))
 
     def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
+        if self.chat_template:
+            return [*_encode(tokenizer, completion), self.end_id(tokenizer)]
         return _encode(tokenizer, completion + END)
+
+    def end_id(self, tokenizer: Any) -> int:
+        """The token that ends a model turn: decoding stops on it and every completion is trained to end with it."""
+        return end_of_turn(tokenizer) if self.chat_template else int(tokenizer.convert_tokens_to_ids(END))
+
+
+def end_of_turn(tokenizer: Any) -> int:
+    """The end-of-turn token of a tokenizer's chat template (``<|im_end|>`` for Qwen, ``<|eot_id|>`` for Llama 3):
+    the first token the template writes after an assistant message's content; the tokenizer's EOS if it writes none.
+    """
+    marker = "\x00planner-flywheel\x00"
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "?"}, {"role": "assistant", "content": marker}], tokenize=False
+    )
+    after = rendered[rendered.rindex(marker) + len(marker) :].strip()
+    ids = _encode(tokenizer, after) if after else []
+    if ids:
+        return ids[0]
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the chat template ends an assistant turn with nothing and the tokenizer has no EOS token")
+    return int(tokenizer.eos_token_id)
+
+
+def _templated_prompt(tokenizer: Any, messages_text: str, budget: int) -> list[int]:
+    """The tokenizer's chat template over the messages, with the generation prompt; turns after the task turn are
+    dropped oldest first, an action with its feedback at a time (so roles still alternate), while it is over
+    ``budget`` tokens and older turns than the newest action and feedback remain; then the newest ``budget`` tokens
+    are kept."""
+    messages = [m.model_dump() for m in parse_messages(messages_text)]
+    first = next((i for i, m in enumerate(messages) if m["role"] == "user"), len(messages))
+    while True:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ids = _encode(tokenizer, text)
+        if len(ids) <= budget or len(messages) - (first + 1) < 4:
+            return ids[-budget:]
+        del messages[first + 1 : first + 3]
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:

@@ -69,7 +69,8 @@ class RlState:
         import torch
 
         if self.optimizer is None:
-            self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=settings.learning_rate)
+            trainable = [p for p in self.model.parameters() if p.requires_grad]  # a LoRA model: its adapters only
+            self.optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate)
         if settings.beta > 0 and self.reference is None:
             self.reference = copy.deepcopy(self.model).eval()
 

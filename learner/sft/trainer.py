@@ -13,6 +13,7 @@ from typing import Any
 from learner.dataset.build import Example
 from learner.dataset.tokenize import tokenize_examples
 from learner.model.factory import save_checkpoint
+from learner.model.lora import LoraSettings, base_network, plain_model
 from learner.model.policy import PromptWindow
 from learner.sft.config import SftSettings
 
@@ -125,9 +126,10 @@ def _trainer_class(fused_lm_head: bool) -> Any:
         def compute_loss(
             self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
         ) -> Any:
-            if return_outputs or not hasattr(model, "model") or not hasattr(model, "lm_head"):
+            network = base_network(model)  # a LoRA model's adapters are layers inside it
+            if return_outputs or not hasattr(network, "model") or not hasattr(network, "lm_head"):
                 return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
-            return completion_loss(model, inputs, num_items_in_batch)
+            return completion_loss(network, inputs, num_items_in_batch)
 
     return ModelLossSFTTrainer
 
@@ -187,10 +189,12 @@ def train_sft(
     window: PromptWindow | None = None,
     on_step: StepCallback | None = None,
     time_budget_s: float | None = None,
+    lora: LoraSettings | None = None,
 ) -> SftResult:
     """Fine-tune ``model`` in place on ``examples`` and save model + tokenizer to ``output_dir``.
 
     ``time_budget_s`` stops after the step that crosses it (the LR schedule still assumes the full run).
+    ``lora``: train low-rank adapters only (trl's ``peft_config``), merged into ``model`` before it is saved.
     """
     if not examples:
         raise ValueError("no training examples: the dataset is empty (nothing admitted or nothing re-rendered)")
@@ -204,6 +208,7 @@ def train_sft(
             args=sft_arguments(settings, Path(scratch)),
             train_dataset=data,
             processing_class=tokenizer,
+            peft_config=None if lora is None else lora.peft_config(),
             callbacks=[
                 *([_progress_callback(on_step)] if on_step else []),
                 *([_deadline_callback(time_budget_s)] if time_budget_s is not None else []),
@@ -219,6 +224,6 @@ def train_sft(
         history = loss_history(trainer.state.log_history)
         wall = perf_counter() - started
     epochs = output.metrics.get("epoch", settings.epochs)
-    save_checkpoint(model, tokenizer, output_dir)
+    save_checkpoint(plain_model(trainer.model, keep_adapters=False), tokenizer, output_dir)
     window.save(output_dir)
     return SftResult(output_dir, output.global_step, float(output.training_loss), int(tokens * epochs), wall, history)

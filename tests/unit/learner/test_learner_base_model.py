@@ -1,0 +1,194 @@
+"""A checkpoint the user brings (``--base-model``): its own chat template, full fine-tuning and LoRA, on CPU.
+
+The checkpoint is made here from a config: a small Qwen3 network and a BPE tokenizer whose chat template is
+Llama-3 style (``<|start_header_id|>role<|end_header_id|>`` ... ``<|eot_id|>``), not the tiny model's ChatML, so
+every assertion below fails if anything still renders ChatML or stops on ``<|im_end|>``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from harness_service.context.messages import ChatMessage, parse_messages, render_messages
+from infra.bootstrap import Ports
+from infra.cli.main import app
+from learner.config import LearnerConfig, for_base_model, tiny_harness
+from learner.jobs import run_rl, run_sft, seed_reference_episodes
+from learner.model import PlannerPolicy
+from learner.model.factory import TinyModelConfig, build_tiny_model, save_checkpoint
+from learner.model.lora import LoraSettings
+from learner.model.tokenizer import train_tokenizer
+from learner.model.window import PromptWindow, end_of_turn
+from learner.rl.services import LocalServices
+
+pytestmark = pytest.mark.unit
+
+LLAMA_STYLE = (
+    "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
+    "{{ message['content'] }}<|eot_id|>{% endfor %}"
+    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+)
+SPECIALS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+RUN = "run-base"
+
+
+def users_checkpoint(folder: Path) -> Path:
+    """A Hugging Face checkpoint directory as a user would have one: weights, tokenizer, its own chat template."""
+    corpus = [
+        "You operate a user's phone apps through tools. Set an alarm for 07:30 named gym.",
+        '<action>{"tool": "clock.set_alarm", "args": {"time": "07:30", "label": "gym"}}</action>',
+    ] * 20
+    tokenizer = train_tokenizer(corpus, vocab_size=400)
+    tokenizer.add_special_tokens({"bos_token": SPECIALS[0], "additional_special_tokens": SPECIALS[1:]})
+    tokenizer.chat_template = LLAMA_STYLE
+    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, layers=1, heads=2, kv_heads=1, seed=3))
+    return save_checkpoint(model, tokenizer, folder)
+
+
+def base_config(checkpoint: Path, work: Path, lora: LoraSettings | None = None) -> LearnerConfig:
+    """``for_base_model`` as ``--base-model`` sets it, made small for CPU: tool_use at difficulty 1, the compact
+    harness, a 768-token window and a few steps."""
+    config = for_base_model(
+        LearnerConfig(
+            cold_start_seeds=1,
+            train_categories=("tool_use",),
+            max_difficulty=1,
+            dev_per_category=1,
+            work_dir=work,
+        ),
+        checkpoint,
+        lora=lora,
+    )
+    return config.model_copy(
+        update={
+            "harness": tiny_harness(),
+            "max_prompt_tokens": 768,
+            "max_new_tokens": 24,
+            "sft": config.sft.model_copy(update={"max_steps": 3, "batch_size": 4, "learning_rate": 5e-3}),
+        }
+    )
+
+
+def weights(folder: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_the_prompt_is_rendered_with_the_checkpoints_own_template_and_ends_on_its_end_of_turn(tmp_path: Path) -> None:
+    checkpoint = users_checkpoint(tmp_path / "user-model")
+    tokenizer = PlannerPolicy.from_dir(checkpoint).tokenizer
+    eot = tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    assert end_of_turn(tokenizer) == eot
+    window = PromptWindow(max_prompt_tokens=4096, max_new_tokens=8, chat_template=True)
+    messages = [
+        ChatMessage(role="system", content="Tools: clock.set_alarm"),
+        ChatMessage(role="user", content="Set an alarm for 07:30."),
+    ]
+    text = tokenizer.decode(window.prompt_ids(tokenizer, render_messages(messages)))
+    rendered = tokenizer.apply_chat_template(
+        [m.model_dump() for m in messages], tokenize=False, add_generation_prompt=True
+    )
+    assert text == rendered
+    assert "<|im_start|>" not in text and text.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert window.completion_ids(tokenizer, "<action>x</action>")[-1] == eot == window.end_id(tokenizer)
+    assert PromptWindow().end_id(train_tokenizer(["a b"], vocab_size=300)) != eot  # ChatML stays the default
+
+    history = [ChatMessage(role=r, content=f"{r} turn {i} " * 20) for i in range(6) for r in ("assistant", "user")]
+    long = render_messages([*messages, *history])
+    newest_two = window.prompt_ids(tokenizer, render_messages([*messages, *history[-4:]]))
+    assert len(window.prompt_ids(tokenizer, long)) > len(newest_two) + 10
+    tight = PromptWindow(max_prompt_tokens=len(newest_two) + 10, max_new_tokens=8, chat_template=True)
+    assert tight.prompt_ids(tokenizer, long) == newest_two
+    kept = tokenizer.decode(newest_two)
+    assert kept.startswith("<|begin_of_text|><|start_header_id|>system") and "Set an alarm for 07:30." in kept
+    assert "user turn 5" in kept and "turn 3" not in kept  # whole old turns dropped; the task and newest kept
+    with pytest.raises(ValueError, match="goal_tokens"):
+        PromptWindow(max_prompt_tokens=512, goal_tokens=64, chat_template=True)
+
+
+def test_parse_messages_inverts_render_messages_and_rejects_other_text() -> None:
+    messages = [ChatMessage(role="system", content="a\n<b>"), ChatMessage(role="assistant", content="")]
+    assert parse_messages(render_messages(messages)) == messages
+    with pytest.raises(ValueError, match="not a ChatML"):
+        parse_messages("<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>")
+
+
+def test_a_users_checkpoint_trains_fully_and_with_lora_and_keeps_its_template(
+    embedded_ports: Ports, tmp_path: Path
+) -> None:
+    checkpoint = users_checkpoint(tmp_path / "user-model")
+    base = weights(checkpoint)
+    full = base_config(checkpoint, tmp_path / "work")
+    assert seed_reference_episodes(embedded_ports, full, run_id=RUN) == 72
+
+    trained = run_sft(embedded_ports, full, run_id=RUN)
+    tuned = weights(trained.checkpoint)
+    assert set(tuned) == set(base)
+    assert all(not torch.equal(tuned[k], base[k]) for k in base if k.endswith("q_proj.weight"))
+    assert not torch.equal(tuned["model.embed_tokens.weight"], base["model.embed_tokens.weight"])
+    saved = json.loads((trained.checkpoint / "prompt_window.json").read_text())
+    assert saved["chat_template"] and saved["max_prompt_tokens"] == 768
+    policy = PlannerPolicy.from_dir(trained.checkpoint)
+    assert policy.tokenizer.chat_template == LLAMA_STYLE  # the user's template, not replaced by ChatML
+    out = policy.generate([ChatMessage(role="user", content="Set an alarm for 07:30 named gym.")])
+    assert out.sampled is not None and "<|start_header_id|>" in policy.tokenizer.decode(out.sampled.prompt_ids)
+    assert out.sampled.completion_ids[-1] == end_of_turn(policy.tokenizer) or len(out.sampled.completion_ids) == 24
+
+    lora = base_config(checkpoint, tmp_path / "work-lora", lora=LoraSettings(rank=4, alpha=8))
+    adapted = run_sft(embedded_ports, lora, run_id=RUN, round=1)
+    merged = weights(adapted.checkpoint)
+    assert set(merged) == set(base), "saved merged: no adapter weights, the plain model's names"
+    assert not any("lora" in k for k in merged)
+    assert torch.equal(merged["model.embed_tokens.weight"], base["model.embed_tokens.weight"])  # frozen under LoRA
+    assert any(not torch.equal(merged[k], base[k]) for k in base if k.endswith("q_proj.weight"))
+    params = embedded_ports.registry.get_run(
+        embedded_ports.registry.resolve(f"planner/{adapted.model_version}").run_id or ""
+    ).params
+    assert params["learning_rate"] == "0.005"
+
+    services = LocalServices(embedded_ports, tmp_path / "services")
+    try:
+        rl, reports = run_rl(
+            embedded_ports, lora, adapted.model_version, steps=1, run_id=RUN, round=2, pump=services.pump
+        )
+    finally:
+        services.close()
+    assert reports[0].episodes == lora.rl.tasks_per_step * lora.rl.group_size
+    after = weights(rl.checkpoint)
+    assert set(after) == set(base) and torch.equal(
+        after["model.embed_tokens.weight"], base["model.embed_tokens.weight"]
+    )
+
+
+def test_the_cli_trains_a_users_checkpoint_with_lora(embedded_ports: Ports, tmp_path: Path) -> None:
+    checkpoint = users_checkpoint(tmp_path / "user-model")
+    seed_reference_episodes(embedded_ports, base_config(checkpoint, tmp_path / "work"), run_id=RUN)
+    args = [
+        "train",
+        "sft",
+        f"--bus=sqlite:///{tmp_path}/bus.db",
+        f"--blobs=file:///{tmp_path}/blobs",
+        f"--registry=sqlite:///{tmp_path}/mlflow.db",
+        f"--work-dir={tmp_path / 'cli-work'}",
+        f"--base-checkpoint={checkpoint}",
+        "--lora",
+        "--lora-rank=2",
+        "--max-steps=1",
+        f"--run-id={RUN}",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ref = embedded_ports.registry.resolve("planner@candidate")
+    params = embedded_ports.registry.get_run(ref.run_id or "").params
+    assert params["learning_rate"] == "0.0002" and params["max_prompt_tokens"] == "4096"
+    folder = next((tmp_path / "cli-work").glob("sft-*"))
+    assert not any("lora" in k for k in weights(folder)) and PromptWindow.load(folder).chat_template
+
+    wide = {"COLUMNS": "400"}  # the error box would wrap the path
+    missing = CliRunner().invoke(app, ["run", f"--base-model={tmp_path / 'nowhere'}", "--rounds=1"], env=wide)
+    assert missing.exit_code != 0 and "nowhere" in missing.output
