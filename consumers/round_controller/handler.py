@@ -34,6 +34,7 @@ from bus_schemas.events import (
     SamplingPlanUpdated,
     TaskSpecified,
     TrainingRequested,
+    is_scripted,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER, Kind, group_id, is_better
 
@@ -123,7 +124,7 @@ def schedule(
     anew, to average a loop's figures over draws. Seed 0 keys the draw as before the seed existed
     (``round-<n>``), so earlier runs' figures reproduce. A model's rollouts sample at ``temperature`` (each with
     its own seed)."""
-    if started.policy_version.startswith("scripted:"):
+    if is_scripted(started.policy_version):
         temperature = None
     tasks = sorted(train, key=lambda t: t.task_id)
     weights = [_weight(t, plan) for t in tasks]
@@ -205,7 +206,7 @@ def after_curation(
             **correlate(cause) | {"task_id": None, "episode_id": None},
             model_name=cfg.model_name,
             algorithm=cfg.algorithm,
-            base_model_version=None if started.policy_version.startswith("scripted:") else started.policy_version,
+            base_model_version=None if is_scripted(started.policy_version) else started.policy_version,
             admitted_trajectories=admitted,
         )
     return complete(cause, started, verdicts, producer)
