@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bus_schemas.envelope import Event
-from bus_schemas.events import EpisodeVerified, RoundStarted
+from bus_schemas.events import EpisodeVerified, RoundStarted, scripted_rounds
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.runner.episode import Harness
@@ -298,7 +298,6 @@ def run_eval(
 
 def rl_harness_version(ports: Ports, config: LearnerConfig, run_id: str, round: int) -> str:
     """The harness version RL rollouts run under: the round's (RoundStarted), else the harness's production alias."""
-    from bus_schemas.events import RoundStarted
     from bus_schemas.topics import TOPIC_ROUNDS
 
     if TOPIC_ROUNDS in ports.bus.topics():
@@ -347,11 +346,7 @@ def own_verdicts(ports: Ports, run_id: str) -> list[EpisodeVerified]:
     if TOPIC_VERDICTS not in topics:
         return []
     rounds = decodable(ports.bus.replay(TOPIC_ROUNDS)) if TOPIC_ROUNDS in topics else []
-    scripted = {
-        e.round
-        for e in rounds
-        if isinstance(e, RoundStarted) and e.run_id == run_id and e.policy_version.startswith("scripted:")
-    }
+    scripted = scripted_rounds(e for e in rounds if e.run_id == run_id)
     return [
         e
         for e in decodable(ports.bus.replay(TOPIC_VERDICTS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -33,3 +34,14 @@ class RoundCompleted(Event):
     harness_version_out: Name | None = None
     dev_overall: Probability | None = None
     wall_time_s: Annotated[float, Field(ge=0.0)]
+
+
+def is_scripted(policy_version: str) -> bool:
+    """Is this policy ref a scripted policy (``scripted:reference``: the cold start's demonstrations), not a model?"""
+    return policy_version.startswith("scripted:")
+
+
+def scripted_rounds(events: Iterable[Event]) -> set[int]:
+    """The rounds a scripted policy rolled out, from the RoundStarted among ``events`` (the rest are ignored):
+    their episodes are demonstrations, not the model's own."""
+    return {e.round for e in events if isinstance(e, RoundStarted) and is_scripted(e.policy_version)}

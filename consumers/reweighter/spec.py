@@ -9,7 +9,14 @@ from __future__ import annotations
 from functools import cached_property
 
 from bus_schemas.envelope import Event, Producer
-from bus_schemas.events import DevSetEvaluated, EpisodeVerified, FailureDiagnosed, RoundStarted, TaskSpecified
+from bus_schemas.events import (
+    DevSetEvaluated,
+    EpisodeVerified,
+    FailureDiagnosed,
+    RoundStarted,
+    TaskSpecified,
+    scripted_rounds,
+)
 from bus_schemas.topics import TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS
 from consumers.common.log_index import LogIndex
 from consumers.reweighter.handler import VERSION, PlanConfig, plan
@@ -51,9 +58,7 @@ class Reweighter:
         devs = [d for d in self._before(TOPIC_MODELS, DevSetEvaluated, event) if d.split == "dev"]
         dev = max(devs, key=lambda d: (d.occurred_at, d.event_id)) if devs else None
         # Competence is the model's: rounds rolled out by a scripted policy (the cold start) do not count.
-        scripted = {
-            r.round for r in self._before(TOPIC_ROUNDS, RoundStarted, event) if r.policy_version.startswith("scripted:")
-        }
+        scripted = scripted_rounds(self._before(TOPIC_ROUNDS, RoundStarted, event))
         all_verdicts = self._before(TOPIC_VERDICTS, EpisodeVerified, event)
         verdicts = [v for v in all_verdicts if v.round not in scripted]
         demonstrated = {v.task_id for v in all_verdicts if v.round in scripted and v.outcome == "success"}

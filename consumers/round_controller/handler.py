@@ -34,6 +34,7 @@ from bus_schemas.events import (
     SamplingPlanUpdated,
     TaskSpecified,
     TrainingRequested,
+    is_scripted,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER, Kind, group_id, is_better
 
@@ -59,6 +60,9 @@ class RoundConfig(BaseSettings):
     rollout_temperature: Annotated[float, Field(gt=0)] | None = None
     """Sampling temperature of a model's train rollouts (None: the policy's own, greedy, decoding); sampled attempts
     can succeed where greedy decoding fails, which is what the loop has not learned yet. Scripted policies ignore it."""
+    seed: int = 0
+    """Seed of the train rollout draw (which tasks each round rolls out, and their seeds; round 0's cold-start draw
+    among them). The same seed draws the same; 0 draws as before the seed existed, so earlier figures reproduce."""
 
 
 def start_round(
@@ -100,24 +104,33 @@ def _weighted_draws(
     return picks
 
 
+def draw_key(seed: int, round_: int) -> str:
+    """What seeds a round's rollout draw: ``round-<n>`` for seed 0 (the key before seeds existed), else
+    ``<seed>/round-<n>``."""
+    return f"round-{round_}" if seed == 0 else f"{seed}/round-{round_}"
+
+
 def schedule(
     plan: SamplingPlanUpdated,
     started: RoundStarted,
     train: list[TaskSpecified],
     producer: Producer,
     temperature: float | None = None,
+    seed: int = 0,
 ) -> list[RolloutRequested]:
-    """``planned_rollouts`` draws over train tasks by plan weight (each task once before any twice); seeded by the
-    round number, not the run id, so a replay draws alike and two runs with the same pool and plan draw the same
-    tasks and seeds (an A/B run differs only in what it changes). A model's rollouts sample at ``temperature``
-    (each with its own seed)."""
-    if started.policy_version.startswith("scripted:"):
+    """``planned_rollouts`` draws over train tasks by plan weight (each task once before any twice); seeded by
+    ``seed`` and the round number, not the run id, so a replay draws alike and two runs with the same pool, plan
+    and seed draw the same tasks and seeds (an A/B run differs only in what it changes); another ``seed`` draws
+    anew, to average a loop's figures over draws. Seed 0 keys the draw as before the seed existed
+    (``round-<n>``), so earlier runs' figures reproduce. A model's rollouts sample at ``temperature`` (each with
+    its own seed)."""
+    if is_scripted(started.policy_version):
         temperature = None
     tasks = sorted(train, key=lambda t: t.task_id)
     weights = [_weight(t, plan) for t in tasks]
     if not tasks or not any(weights):
         return []
-    rng = random.Random(f"round-{started.round}")
+    rng = random.Random(draw_key(seed, started.round))
     picks = _weighted_draws(rng, tasks, weights, started.planned_rollouts)
     return [
         RolloutRequested(
@@ -193,7 +206,7 @@ def after_curation(
             **correlate(cause) | {"task_id": None, "episode_id": None},
             model_name=cfg.model_name,
             algorithm=cfg.algorithm,
-            base_model_version=None if started.policy_version.startswith("scripted:") else started.policy_version,
+            base_model_version=None if is_scripted(started.policy_version) else started.policy_version,
             admitted_trajectories=admitted,
         )
     return complete(cause, started, verdicts, producer)

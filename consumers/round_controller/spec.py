@@ -103,7 +103,8 @@ class RoundController:
             return []
         started = self._started(run, r)
         if isinstance(event, SamplingPlanUpdated):
-            return list(schedule(event, started, self._tasks(run, "train"), PRODUCER, self.config.rollout_temperature))
+            train = self._tasks(run, "train")
+            return list(schedule(event, started, train, PRODUCER, self.config.rollout_temperature, self.config.seed))
         if isinstance(event, ModelVersionRegistered):
             policy = f"{event.model_name}/{event.model_version}"
             return list(evaluate(event, started, self._dev(run), policy, started.harness_version, PRODUCER, "model"))

@@ -59,6 +59,14 @@ def run(
     rollouts: Annotated[
         int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")
     ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            help="Seed of the train rollout draw: the tasks round 0's cold start demonstrates and those each later "
+            "round rolls out, with their seeds (default 0). The same seed reproduces a run's draw; the dev and test "
+            "splits do not change with it."
+        ),
+    ] = None,
     algorithm: Annotated[
         str | None,
         typer.Option(
@@ -135,6 +143,7 @@ def run(
             "rounds": rounds,
             "first_round_rollouts": first_rollouts,
             "rollouts_per_round": rollouts,
+            "seed": seed,
             "algorithm": algorithm,
             "out_dir": out,
         }.items()

@@ -57,6 +57,12 @@ class LoopConfig(BaseModel):
     Measured in the main job (2026-12-02, different run ids so different instances): greedy solved 8 and 8 of 64
     in rounds 1-2 (10 and 11 in another run); 0.7 solved 14 and 12, admitted 14 and 10, but dev stayed 0.050 in
     every round (test 0.056), so greedy stays the default."""
+    seed: int = 0
+    """Seed of the train rollout draw: which train tasks round 0's cold start demonstrates and which each later
+    round rolls out (and their seeds). The same seed reproduces a run's draw; another draws anew, to average a
+    loop's figures over draws. 0 draws as before the seed existed. The dev and test splits and the train pool do
+    not depend on it, so figures stay comparable across seeds; nor do the training seeds and GRPO's own task draw
+    (``learner``)."""
     first_policy: str = "scripted:reference"
     min_admitted_for_training: Annotated[int, Field(ge=1)] = 16
     algorithm: Literal["sft", "rl", "mixed"] = "sft"
@@ -100,6 +106,7 @@ class LoopConfig(BaseModel):
             "algorithm": "rl" if self.algorithm == "mixed" else self.algorithm,
             "planned_rollouts": self.rollouts_per_round,
             "await_harness_revision": self.revise_harness,
+            "seed": self.seed,
             **({} if self.rollout_temperature is None else {"rollout_temperature": self.rollout_temperature}),
         }
 

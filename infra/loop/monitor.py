@@ -35,6 +35,7 @@ from bus_schemas.events import (
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
+    is_scripted,
 )
 from bus_schemas.topics import TOPICS
 from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
@@ -226,9 +227,7 @@ class RunMonitor:
             if self._episodes.get(e.episode_id or "", (0, False))[1]:
                 return  # dev episodes are curated too, but they are not training data
             r.admitted += isinstance(e, TrajectoryAdmitted)
-            r.admitted_self += isinstance(e, TrajectoryAdmitted) and not e.provenance.policy_version.startswith(
-                "scripted:"
-            )
+            r.admitted_self += isinstance(e, TrajectoryAdmitted) and not is_scripted(e.provenance.policy_version)
             r.rejected += isinstance(e, TrajectoryRejected)
             r.quarantined += isinstance(e, TrajectoryQuarantined)
             r.mark("curation", at)

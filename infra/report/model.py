@@ -28,6 +28,7 @@ from bus_schemas.events import (
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
+    is_scripted,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
 from infra.config import mask_credentials
@@ -218,7 +219,7 @@ def build_report(
             continue  # dev episodes are judged and curated too, but they are not training data
         elif isinstance(event, TrajectoryAdmitted):
             r.admitted += 1
-            r.admitted_self += not event.provenance.policy_version.startswith("scripted:")
+            r.admitted_self += not is_scripted(event.provenance.policy_version)
         elif isinstance(event, TrajectoryRejected):
             r.rejected += 1
         elif isinstance(event, TrajectoryQuarantined):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 
+from bus_schemas.events import is_scripted
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import render_messages
 from harness_service.skills.library import SkillLibrary
@@ -125,7 +126,7 @@ def build_dataset(
             _log.warning("dataset: skipping %s", exc)
             continue
         versions.add(record.started.harness_version)
-        own = not record.started.policy_version.startswith("scripted:")
+        own = not is_scripted(record.started.policy_version)
         if own:
             build.model_episodes.add(episode_id)
         scaled = weight * _plan_weight(log, task.task_id) * (self_weight if own else 1.0)

@@ -80,6 +80,40 @@ def test_two_runs_with_the_same_pool_and_plan_draw_the_same_tasks_and_seeds():
     assert [(r.task_id, r.seed) for r in other] != drawn[0]  # each round draws anew
 
 
+def test_the_seed_draws_anew_and_seed_0_draws_as_before_seeds_existed():
+    """Seed 0 keys the draw ``round-<n>`` as before (earlier figures reproduce); another seed draws other tasks
+    and seeds, and the same seed twice draws the same."""
+    import random
+
+    from consumers.round_controller.handler import _weight, _weighted_draws
+
+    train = [t for t in suite() if t.split == "train"]
+    even = {"memory": 1.0, "tool_use": 1.0, "skills": 1.0, "sub_agent": 1.0}
+    plan = SamplingPlanUpdated(**IDS, plan_id="run-test/round-0", category_weights=even, reweighter_version="v")
+    started = start_round("run-test", 0, "p0", "h0", 16, P)
+
+    def draw(seed: int) -> list[tuple[str, int]]:
+        return [(r.task_id, r.seed) for r in schedule(plan, started, train, P, seed=seed)]
+
+    tasks = sorted(train, key=lambda t: t.task_id)
+    rng = random.Random("round-0")  # the key before seeds existed
+    before = [t.task_id for t in _weighted_draws(rng, tasks, [_weight(t, plan) for t in tasks], 16)]
+    assert [task for task, _ in draw(0)] == before and draw(0) == draw(0)
+    assert draw(0) == [(r.task_id, r.seed) for r in schedule(plan, started, train, P)]  # 0 is the default
+    assert draw(7) == draw(7)
+    assert {task for task, _ in draw(7)} != {task for task, _ in draw(0)}
+    assert [s for _, s in draw(7)] != [s for _, s in draw(0)]
+
+
+def test_the_configured_seed_reaches_the_draw(ports):
+    ctl, _, _ = _setup(ports, cfg=RoundConfig(seed=3))
+    even = {"memory": 1.0, "tool_use": 1.0, "skills": 1.0, "sub_agent": 1.0}
+    plan = SamplingPlanUpdated(**IDS, plan_id="run-test/round-0", category_weights=even, reweighter_version="v")
+    seeded = [(r.task_id, r.seed) for r in ctl.handle(plan, ports)]
+    assert seeded != [(r.task_id, r.seed) for r in RoundController().handle(plan, ports)]
+    assert seeded == [(r.task_id, r.seed) for r in RoundController(RoundConfig(seed=3)).handle(plan, ports)]
+
+
 def _decision(task, i, admitted=True):
     common = dict(
         **IDS,
