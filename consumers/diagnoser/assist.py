@@ -6,8 +6,11 @@ sub-agents' turns, the failed criteria) and asked for one label; a valid label b
 attribution (the rules' labels stay as secondary), anything else leaves the rules' answer. Greedy
 decoding keeps the pass deterministic given the model version, which the explanation names.
 
-Configured by ``FLYWHEEL_DIAGNOSER_MODEL``: ``scripted:LABEL`` (always answers LABEL: demos, tests) or
-``hf:/path/to/checkpoint`` (a local causal LM through transformers, never downloaded).
+Configured by ``FLYWHEEL_DIAGNOSER_MODEL``: ``scripted:LABEL`` (always answers LABEL: demos, tests),
+``hf:/path/to/checkpoint`` (a local causal LM's raw completion through transformers, never downloaded), or a model
+ref as the rollout workers take it (``models:/name@alias``, ``name/N``, ``local:/path``), turned into a policy by the
+inference port (``FLYWHEEL_INFERENCE``: ``local:``, ``openai+http://host:port/v1`` for any OpenAI-compatible server,
+``vllm:``) and asked with one user message.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import get_args
+from pathlib import Path
+from typing import TYPE_CHECKING, get_args
 
 from bus_schemas.events import EpisodeVerified, FailureCategory, TaskSpecified
 from consumers.common.episode import EpisodeRecord, Rejection, Turn
 from consumers.diagnoser.rules import Finding
+
+if TYPE_CHECKING:
+    from infra.bootstrap import Ports
 
 Completer = Callable[[str], str]
 LABELS: tuple[str, ...] = get_args(FailureCategory)
 CONFIDENT = 0.6
 MODEL_CONFIDENCE = 0.5
 ENV = "FLYWHEEL_DIAGNOSER_MODEL"
+MODEL_CACHE = Path(".flywheel/diagnoser-models")
+_MODEL_REF = re.compile(r"^(models:/\S+|local:\S+|[\w.-]+(/\d+|@[\w.-]+))$")
 
 
 def prompt(task: TaskSpecified, episode: EpisodeRecord, verdict: EpisodeVerified, found: list[Finding]) -> str:
@@ -84,17 +93,50 @@ class ModelAssist:
         return [Finding(label, step, why, MODEL_CONFIDENCE), *found]  # type: ignore[arg-type]
 
 
-def load_assist(ref: str | None = None) -> ModelAssist | None:
-    """The configured assist (``ref`` or the environment), or None: rules only."""
+def assist_ref(ref: str | None = None) -> str | None:
+    """The configured ref (``ref`` or the environment), checked; None: rules only."""
     ref = ref if ref is not None else os.environ.get(ENV)
     if not ref:
         return None
     kind, _, arg = ref.partition(":")
-    if kind == "scripted" and arg:
+    if (kind in ("scripted", "hf") and arg) or _MODEL_REF.match(ref):
+        return ref
+    raise ValueError(
+        f"{ENV}={ref!r}: expected scripted:LABEL, hf:/path/to/checkpoint or a model ref "
+        "(models:/name@alias, name/N, local:/path)"
+    )
+
+
+def load_assist(
+    ref: str | None = None, ports: Ports | None = None, cache_dir: Path = MODEL_CACHE
+) -> ModelAssist | None:
+    """The configured assist, or None: rules only. A model ref needs ``ports`` (its registry and bus) and is served
+    by the process's inference port, as the rollout workers' policies are."""
+    ref = assist_ref(ref)
+    if ref is None:
+        return None
+    kind, _, arg = ref.partition(":")
+    if kind == "scripted":
         return ModelAssist(lambda _prompt: arg, ref)
-    if kind == "hf" and arg:
+    if kind == "hf":
         return ModelAssist(_local_lm(arg), ref)
-    raise ValueError(f"{ENV}={ref!r}: expected scripted:LABEL or hf:/path/to/checkpoint")
+    if ports is None:
+        raise ValueError(f"{ENV}={ref!r} is a model ref: loading it needs the registry and bus (ports)")
+    return ModelAssist(_served(ref, ports, cache_dir), ref)
+
+
+def _served(ref: str, ports: Ports, cache_dir: Path) -> Completer:
+    from harness_service.context.messages import ChatMessage
+    from infra.config import load_settings
+    from producers.rollout.versions import VersionResolver
+
+    inference = load_settings().inference_port()
+    policy = VersionResolver(ports.registry, ports.bus, cache_dir, inference).policy(ref)(None)  # type: ignore[arg-type]
+
+    def complete(text: str) -> str:
+        return policy.generate([ChatMessage(role="user", content=text)]).text
+
+    return complete
 
 
 def _local_lm(path: str) -> Completer:

@@ -7,7 +7,7 @@ from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import EpisodeVerified
 from bus_schemas.topics import TOPIC_VERDICTS
 from consumers.common.sources import Sources
-from consumers.diagnoser.assist import ModelAssist, load_assist
+from consumers.diagnoser.assist import ModelAssist, assist_ref, load_assist
 from consumers.diagnoser.handler import VERSION, diagnose
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
@@ -17,12 +17,17 @@ PRODUCER = Producer(service=NAME, version=VERSION)
 
 
 class Diagnoser:
-    def __init__(self, assist: ModelAssist | None = None) -> None:
+    """``assist`` given, or ``ref`` (``assist.assist_ref``) loaded with the ports on the first failed episode."""
+
+    def __init__(self, assist: ModelAssist | None = None, ref: str | None = None) -> None:
         self._sources: Sources | None = None
         self.assist = assist
+        self.ref = ref
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, EpisodeVerified)
+        if self.assist is None and self.ref is not None and event.outcome == "failure":
+            self.assist = load_assist(self.ref, ports)
         sources = self._sources = self._sources or Sources(ports)
         if event.outcome != "failure":
             sources.release(event.episode_id)  # indexed by an earlier catch-up, never needed
@@ -33,7 +38,8 @@ class Diagnoser:
 
 
 def build() -> ConsumerSpec:
-    """Rules only, unless ``FLYWHEEL_DIAGNOSER_MODEL`` configures a model-assisted pass (see ``assist``)."""
+    """Rules only, unless ``FLYWHEEL_DIAGNOSER_MODEL`` configures a model-assisted pass (see ``assist``); a bad value
+    fails here, at start."""
     return ConsumerSpec(
-        NAME, (TOPIC_VERDICTS,), Diagnoser(load_assist()).handle, frozenset({"EpisodeVerified"}), VERSION
+        NAME, (TOPIC_VERDICTS,), Diagnoser(ref=assist_ref()).handle, frozenset({"EpisodeVerified"}), VERSION
     )

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from consumers.harness_reviser.rules import Cluster
 from harness_service.context.messages import ChatMessage
 from harness_service.policy.base import Policy
+from harness_service.policy.inference import Inference
 from harness_service.revisions import AddInstruction, SetToolNote
 
 SYSTEM = (
@@ -89,11 +90,14 @@ def clean_note(tool: str, reply: str) -> str | None:
         return None
 
 
-def load_writer(ref: str, registry, bus, cache_dir: Path) -> ModelWriter:
-    """A writer over the model ``ref`` (``models:/name@alias``, ``name/N`` or ``local:/path``), loaded once."""
+def load_writer(ref: str, registry, bus, cache_dir: Path, inference: Inference | None = None) -> ModelWriter:
+    """A writer over the model ``ref`` (``models:/name@alias``, ``name/N`` or ``local:/path``), loaded once and served
+    by ``inference`` (default: the process's inference port, ``FLYWHEEL_INFERENCE``, as the rollout workers')."""
+    from infra.config import load_settings
     from producers.rollout.versions import SCRIPTED, VersionResolver
 
     if ref in SCRIPTED:
         raise ValueError(f"{ref!r} is a per-task scripted policy; give the reviser a model ref")
-    factory = VersionResolver(registry, bus, cache_dir).policy(ref)
+    port = inference if inference is not None else load_settings().inference_port()
+    factory = VersionResolver(registry, bus, cache_dir, port).policy(ref)
     return ModelWriter(factory(None))  # type: ignore[arg-type]  # model policies ignore the task

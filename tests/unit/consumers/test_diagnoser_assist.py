@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
 import pytest
 from consumer_factory import P, episode, ids_of, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, ToolCall
+from consumers.diagnoser import spec as diagnoser_spec
 from consumers.diagnoser.assist import ModelAssist, load_assist, parse_label
+from consumers.harness_reviser.rules import Cluster
+from consumers.harness_reviser.writer import load_writer
+from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from consumers.diagnoser.handler import diagnose
 from consumers.diagnoser.rules import findings
 
@@ -65,6 +75,66 @@ def test_configuration(monkeypatch):
     monkeypatch.setenv("FLYWHEEL_DIAGNOSER_MODEL", "scripted:recovery")
     assist = load_assist()
     assert assist is not None and assist.complete("anything") == "recovery"
-    with pytest.raises(ValueError, match="expected scripted"):
+    with pytest.raises(ValueError, match="needs the registry and bus"):
         load_assist("models:/planner@production")
+    monkeypatch.setenv("FLYWHEEL_DIAGNOSER_MODEL", "gpt 4")
+    with pytest.raises(ValueError, match="expected scripted"):
+        diagnoser_spec.build()  # a bad value fails at start, not on the first failed episode
     assert parse_label("Label: argument_grounding.") == "argument_grounding" and parse_label("tool") is None
+
+
+class Judge(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that names a label and records what it was asked."""
+
+    bodies: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Judge.bodies.append(body)
+        reply = {"choices": [{"message": {"role": "assistant", "content": "state_tracking: the note was lost"}}]}
+        data = json.dumps({**reply, "usage": {"prompt_tokens": 9, "completion_tokens": 3}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def judge_url() -> Iterator[str]:
+    Judge.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_model_ref_is_served_through_the_inference_port(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, judge_url: str
+) -> None:
+    """``FLYWHEEL_INFERENCE=openai+http://...``: the diagnoser's and the reviser's models are any OpenAI-compatible
+    server, as the rollout workers' are."""
+    monkeypatch.setenv("FLYWHEEL_INFERENCE", f"openai+{judge_url}?model=judge")
+    ports = Ports(
+        bus=open_bus(f"sqlite:///{tmp_path}/bus.db"),
+        blobs=open_blob_store(f"file:///{tmp_path}/blobs"),
+        registry=open_registry(f"sqlite:///{tmp_path}/mlflow.db"),
+    )
+    try:
+        assist = load_assist(f"local:{tmp_path / 'judge-model'}", ports, tmp_path / "cache")
+        assert assist is not None
+        task, ep, v = _unexplained()
+        d = diagnose(v, task, ep, P, assist)
+        assert d.attribution == "state_tracking" and "other" in d.secondary
+        (asked,) = Judge.bodies
+        assert asked["model"] == "judge" and task.goal in asked["messages"][-1]["content"]
+
+        writer = load_writer(f"local:{tmp_path / 'judge-model'}", ports.registry, ports.bus, tmp_path / "cache")
+        writer.write(Cluster(category="state_tracking", diagnoses=(), tasks={}), "Keep track of what you saved.")
+        assert len(Judge.bodies) == 2 and Judge.bodies[1]["model"] == "judge"
+    finally:
+        ports.close()
