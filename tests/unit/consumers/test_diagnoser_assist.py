@@ -14,11 +14,11 @@ from consumer_factory import P, episode, ids_of, obs, task_with, verdict
 from bus_schemas.actions import Finish, ToolCall
 from consumers.diagnoser import spec as diagnoser_spec
 from consumers.diagnoser.assist import ModelAssist, load_assist, parse_label
+from consumers.diagnoser.handler import diagnose
+from consumers.diagnoser.rules import findings
 from consumers.harness_reviser.rules import Cluster
 from consumers.harness_reviser.writer import load_writer
 from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
-from consumers.diagnoser.handler import diagnose
-from consumers.diagnoser.rules import findings
 
 pytestmark = pytest.mark.unit
 
