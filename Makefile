@@ -31,10 +31,11 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml $(LOCK)
+$(VENV)/.installed: $(BIN)/python pyproject.toml $(LOCK) requirements/plugins-nodeps.txt
 	$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
 	$(BIN)/uv pip install -q --python $(BIN)/python -r $(LOCK)
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -r requirements/plugins-nodeps.txt
 	@touch $@
 
 install: $(VENV)/.installed

@@ -6,7 +6,22 @@ from typing import Annotated
 
 import typer
 
-from infra.cli import audit, backends, consume, review, run, sandbox, schemas, serve, smoke, stack, status, train, ui
+from infra.cli import (
+    audit,
+    backends,
+    consume,
+    review,
+    run,
+    sandbox,
+    schemas,
+    serve,
+    smoke,
+    stack,
+    status,
+    suites,
+    train,
+    ui,
+)
 from infra.cli.errors import FlywheelGroup, mask_logs
 from infra.cli.quiet import QUIET_COMMANDS, quiet_libraries
 
@@ -59,6 +74,7 @@ app.add_typer(stack.app, name="stack")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(backends.app, name="backends")
+app.add_typer(suites.app, name="suites")
 app.add_typer(serve.app, name="serve")
 
 

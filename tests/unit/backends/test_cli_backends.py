@@ -13,7 +13,7 @@ from producers.backends import plugins
 pytestmark = pytest.mark.unit
 
 ECHO = metadata.EntryPoint(name="echo", value="plugin_echo:EchoBackend", group=plugins.BACKENDS)
-BROKEN = metadata.EntryPoint(name="bfcl", value="plugin_broken:Backend", group=plugins.BACKENDS)
+BROKEN = metadata.EntryPoint(name="ext", value="plugin_broken:Backend", group=plugins.BACKENDS)
 
 
 def test_flywheel_backends_list_shows_trust_provider_and_judge(install_plugins) -> None:

@@ -41,9 +41,9 @@ ECHO = [
     entry(plugins.PREDICATES, "echo.said", "plugin_echo:said"),
 ]
 BROKEN = [
-    entry(plugins.BACKENDS, "bfcl", "plugin_broken:Backend"),
-    entry(plugins.JUDGES, "bfcl", "plugin_broken:judge"),
-    entry(plugins.PREDICATES, "bfcl.state", "plugin_broken:state"),
+    entry(plugins.BACKENDS, "ext", "plugin_broken:Backend"),
+    entry(plugins.JUDGES, "ext", "plugin_broken:judge"),
+    entry(plugins.PREDICATES, "ext.state", "plugin_broken:state"),
 ]
 
 
@@ -133,22 +133,22 @@ def test_a_plugin_predicate_judges_state_criteria(install_plugins) -> None:
 
 def test_a_broken_plugin_gives_an_error_naming_it_and_the_others_still_load(install_plugins) -> None:
     install_plugins(*ECHO, *BROKEN)
-    with pytest.raises(plugins.PluginError, match=r"plugin 'bfcl' failed to load .*plugin_broken:Backend.*ImportError"):
-        plugins.make_backend("bfcl")
+    with pytest.raises(plugins.PluginError, match=r"plugin 'ext' failed to load .*plugin_broken:Backend.*ImportError"):
+        plugins.make_backend("ext")
     rows = {row.name: row for row in plugins.installed_backends()}
-    assert rows["bfcl"].trust is None and "No module named 'bfcl_eval'" in (rows["bfcl"].error or "")
+    assert rows["ext"].trust is None and "No module named 'bfcl_eval'" in (rows["ext"].error or "")
     assert (rows["sandbox"].error, rows["echo"].error, rows["echo"].trust) == (None, None, "simulated")
     assert isinstance(plugins.make_backend("sandbox"), SandboxBackend)
 
-    verdict = judge(ended("x"), task("bfcl"), "bfcl", Evidence(backend="bfcl", initial_state={}, final_state={}), P)
-    assert verdict.outcome == "error" and "plugin 'bfcl' failed to load" in verdict.criteria[0].detail
+    verdict = judge(ended("x"), task("ext"), "ext", Evidence(backend="ext", initial_state={}, final_state={}), P)
+    assert verdict.outcome == "error" and "plugin 'ext' failed to load" in verdict.criteria[0].detail
 
-    broken = StateCriterion(id="b", description="broken", predicate="bfcl.state")
+    broken = StateCriterion(id="b", description="broken", predicate="ext.state")
     said = StateCriterion(id="s", description="said", predicate="echo.said", params={"text": "hi"})
     evidence = Evidence(backend="echo", initial_state={"said": []}, final_state={"said": ["hi"]})
     result = verify(task(criteria=[broken, said]), evidence)
     assert [(r.id, r.passed) for r in result.criteria] == [("b", False), ("s", True)]
-    assert "plugin 'bfcl.state' failed to load" in result.criteria[0].detail
+    assert "plugin 'ext.state' failed to load" in result.criteria[0].detail
 
 
 def test_a_backend_must_declare_its_registered_name_and_a_known_trust(install_plugins) -> None:
