@@ -19,7 +19,7 @@ from rich.progress import Progress
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
-from harness_service.config import HarnessConfig
+from harness_service.config import HarnessBudgets, HarnessConfig
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from producers.backends import plugins
@@ -67,8 +67,9 @@ def _episode(
     task: TaskSpecified, backend: Backend, script: list[Any], judge: Any, name: str
 ) -> tuple[bool, str, float]:
     """Judge one episode of ``script``; also the seconds the runner took (the judge not included)."""
-    blobs = MemoryBlobs()
-    harness = Harness(config=HarnessConfig(), policy=ScriptedPolicy(script, name), blobs=blobs, events=lambda _: None)
+    steps = task.budgets.max_steps if task.budgets is not None else HarnessBudgets().max_steps
+    config = HarnessConfig(budgets=HarnessBudgets(max_steps=steps))  # the task's budget, not the default harness's
+    harness = Harness(config=config, policy=ScriptedPolicy(script, name), blobs=MemoryBlobs(), events=lambda _: None)
     started = perf_counter()
     outcome = run_episode(harness, task, backend, RunIds(run_id=f"suites-check-{name}"))
     took = perf_counter() - started

@@ -53,4 +53,10 @@ class BfclSuite:
 
 
 def suite() -> BfclSuite:
+    """``bfcl``: the ``multi_turn_base`` category."""
     return BfclSuite()
+
+
+def long_context_suite() -> BfclSuite:
+    """``bfcl.long_context``: the ``multi_turn_long_context`` category (the same entries with large states)."""
+    return BfclSuite("multi_turn_long_context")

@@ -6,16 +6,22 @@ import pytest
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make install installs it without dependencies)")
 
-from bus_schemas.actions import Action, Finish, ToolCall  # noqa: E402
+from bus_schemas.actions import Action, Clarify, Finish, ToolCall  # noqa: E402
 from bus_schemas.events.tasks import TaskSpecified  # noqa: E402
-from harness_service.config import HarnessConfig  # noqa: E402
+from harness_service.config import HarnessBudgets, HarnessConfig  # noqa: E402
 from harness_service.policy.scripted import ScriptedPolicy  # noqa: E402
 from harness_service.runner.episode import Harness, RunIds, run_episode  # noqa: E402
 from infra.cli.suites import MemoryBlobs  # noqa: E402
 from producers.backends import plugins  # noqa: E402
 from producers.backends.base import Backend  # noqa: E402
 from producers.backends.bfcl.backend import BfclBackend  # noqa: E402
-from producers.backends.bfcl.tasks import bfcl_tasks, gold_script  # noqa: E402
+from producers.backends.bfcl.tasks import (  # noqa: E402
+    NEXT_TURN,
+    bfcl_tasks,
+    expected_calls,
+    gold_script,
+    ground_truth,
+)
 from producers.backends.bfcl.verify import verify  # noqa: E402
 
 pytestmark = pytest.mark.unit
@@ -29,8 +35,9 @@ def tasks() -> list[TaskSpecified]:
 
 def run(task: TaskSpecified, script: list[Action], backend: Backend | None = None):
     backend = backend or BfclBackend()
+    steps = task.budgets.max_steps if task.budgets is not None else 30
     harness = Harness(
-        config=HarnessConfig(),
+        config=HarnessConfig(budgets=HarnessBudgets(max_steps=steps)),
         policy=ScriptedPolicy(script, "test"),
         blobs=MemoryBlobs(),
         events=lambda _: None,
@@ -114,3 +121,24 @@ def test_the_initial_state_is_one_object_per_task_for_lean_evidence(tasks: list[
     first = backend.evidence().initial_state
     backend.reset(tasks[1])
     assert backend.evidence().initial_state is first
+
+
+def test_the_judge_agrees_with_bfcls_own_checker_on_gold_and_on_a_call_left_out(tasks: list[TaskSpecified]) -> None:
+    """BFCL's ``multi_turn_checker`` (state and responses after each turn) against ours (once, at the end)."""
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+    backend = BfclBackend()
+    for n, task in enumerate(tasks[:10]):
+        params = task.backend_params
+        truth, calls = ground_truth("multi_turn_base")[params["bfcl_id"]], expected_calls(params)
+        for dropped in [None, *range(len(truth))]:  # the gold, then each turn without its last call
+            texts = [t[:-1] if i == dropped else t for i, t in enumerate(truth)]
+            entry = {k: params[k] for k in ("initial_config", "involved_classes")} | {"id": params["bfcl_id"]}
+            model = f"flywheel_test_{n}_{dropped}"
+            theirs = multi_turn_checker([[t] for t in texts], truth, entry, "multi_turn_base", model)["valid"]
+            script: list[Action] = []
+            for i, turn in enumerate(calls):
+                script += turn[:-1] if i == dropped else turn
+                script += [Clarify(question=NEXT_TURN)] if i < len(calls) - 1 else [Finish(answer="done")]
+            _, ours = run(task, script, backend)
+            assert ours.outcome == theirs, (task.task_id, dropped, ours.criteria)
