@@ -37,13 +37,26 @@ class WorkerOptions:
     user_model: str | None = None
 
 
+_log = logging.getLogger("flywheel.rollout")
+CONFIGURED = ("llm_sim", "device")
+"""Built-in backends that need this worker's options (a simulator model, a device serial) to be built."""
+
+
 def _pool(options: WorkerOptions, ports, resolver):
-    """The backends this worker offers: the sandbox always, LLM-sim with a simulator model, a device by serial."""
-    from producers.backends.sandbox import SandboxBackend
+    """The backends this worker offers: every installed backend plugin that is built without arguments (the
+    sandbox, and e.g. ``bfcl``: a new environment needs no edit here), up to ``sandbox_cap`` instances each;
+    LLM-sim with a simulator model; a device by serial. A plugin that fails to load is logged and left out."""
+    from producers.backends import plugins
     from producers.pool import EnvironmentPool
 
     pool = EnvironmentPool(lease_timeout_s=options.lease_timeout_s)
-    pool.register("sandbox", SandboxBackend, options.sandbox_cap)
+    for name in plugins.backend_names():
+        if name in CONFIGURED:
+            continue
+        try:
+            pool.register(name, plugins.backend_factory(name), options.sandbox_cap)
+        except plugins.PluginError as exc:
+            _log.warning("backend %s is not offered: %s", name, exc)
     if options.sim_model:
         from producers.backends.llm_sim import TOOLSETS_DIR, LlmSimBackend, load_toolsets
 
@@ -116,7 +129,7 @@ def rollout_worker(
     idle_exit: Annotated[
         float | None, typer.Option(help="Exit after this many seconds without requests (default: run until stopped).")
     ] = None,
-    sandbox_cap: Annotated[int, typer.Option(min=1, help="Sandbox instances per worker process.")] = 1,
+    sandbox_cap: Annotated[int, typer.Option(min=1, help="Instances per worker process of the sandbox and every other plugin backend.")] = 1,
     lease_timeout: Annotated[
         float, typer.Option(help="Seconds before a leased backend instance is reclaimed.")
     ] = 900.0,

@@ -213,3 +213,15 @@ def test_a_malformed_backend_name_is_rejected_on_events(name: str) -> None:
             producer=P, run_id="r", task_id="t", episode_id="e", backend=name, policy_version="p",
             harness_version="h", seed=1, budgets=Budgets(),
         )  # fmt: skip
+
+
+def test_the_rollout_worker_offers_every_installed_backend_without_edits(install_plugins, tmp_path) -> None:
+    """A plugin backend (here ``echo``, installed at test time, and ``bfcl`` from this project's metadata) is
+    offered by ``flywheel consume rollout-worker``'s pool; a broken one is left out, the others stay."""
+    from infra.cli.consume_rollout import WorkerOptions, _pool
+
+    install_plugins(*ECHO, *BROKEN)
+    options = WorkerOptions({}, tmp_path, None, 2, 60.0, 60.0, None, None, None, "127.0.0.1:5037")
+    pool = _pool(options, None, None)
+    kinds = set(pool.kinds())
+    assert {"sandbox", "echo", "bfcl"} <= kinds and not kinds & {"ext", "llm_sim", "device"}
