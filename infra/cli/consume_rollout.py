@@ -129,7 +129,9 @@ def rollout_worker(
     idle_exit: Annotated[
         float | None, typer.Option(help="Exit after this many seconds without requests (default: run until stopped).")
     ] = None,
-    sandbox_cap: Annotated[int, typer.Option(min=1, help="Instances per worker process of the sandbox and every other plugin backend.")] = 1,
+    sandbox_cap: Annotated[
+        int, typer.Option(min=1, help="Instances per worker process of the sandbox and every other plugin backend.")
+    ] = 1,
     lease_timeout: Annotated[
         float, typer.Option(help="Seconds before a leased backend instance is reclaimed.")
     ] = 900.0,
