@@ -63,6 +63,11 @@ class LearnerConfig(BaseModel):
     5: 125, 0.087; 7: 125, 0.119; 10: 118, 0.144; 15: 118, 0.094. Above ~7 the bias copies passages past
     the value's end and outputs stop parsing (35 malformed at 5, 61 at 15); below it the model writes values it
     memorised from the train pools ("22:05" for the goal's "17:35", a train contact for a new one)."""
+    constrained_actions: bool = False
+    """Greedy decoding keeps each action valid for the step's tools (``learner.model.constrained``), saved with the
+    checkpoint's window. Off by default: on the same checkpoints of two main-job runs (seeds 1 and 2, 2026-12-03),
+    dev went 0.000 -> 0.031 and 0.031 -> 0.031 for the cold starts, 0.000 -> 0.000 and 0.031 -> 0.069 after round 2;
+    unusable outputs mostly became wrong valid actions, and a dev evaluation took twice as long (34 s vs 17 s)."""
     goal_tokens: Annotated[int, Field(ge=0)] = 128
     """The task turn's first tokens kept in every prompt (0: only the newest ``max_prompt_tokens``)."""
     system_tokens: Annotated[int, Field(ge=0)] = 160

@@ -71,12 +71,13 @@ def _label(harness: HarnessConfig) -> str:
 
 def window(config: LearnerConfig) -> PromptWindow:
     return PromptWindow(
-        config.max_prompt_tokens,
-        config.max_new_tokens,
-        config.goal_tokens,
-        config.system_tokens,
-        config.copy_bias,
-        config.chat_template,
+        max_prompt_tokens=config.max_prompt_tokens,
+        max_new_tokens=config.max_new_tokens,
+        goal_tokens=config.goal_tokens,
+        system_tokens=config.system_tokens,
+        copy_bias=config.copy_bias,
+        constrained_actions=config.constrained_actions,
+        chat_template=config.chat_template,
     )
 
 

@@ -54,6 +54,9 @@ class PromptWindow:
     copy_bias: float = 0.0
     """Decoding: the logit bonus of tokens that continue a passage of the prompt inside a tool call's string
     argument (``learner.model.copy_bias``); 0 turns it off. Saved with the window, so every loader decodes alike."""
+    constrained_actions: bool = False
+    """Greedy decoding holds the action to the step's tools and the action schema (``learner.model.constrained``):
+    the model chooses among the tokens that keep it valid. Sampling is never constrained."""
     chat_template: bool = False
     """Render the harness's messages with the tokenizer's own chat template (a checkpoint a user brings with
     ``--base-model``: Qwen, Llama, ...) instead of the tiny model's ChatML text; a turn ends with the template's

@@ -1,0 +1,140 @@
+"""Constrained action decoding: inside ``<action>...</action>`` the planner can only write a valid action.
+
+The tiny planner's failures are mostly outputs the harness cannot use (a cold start's dev episodes, 2026-12-03:
+37 of 60 failures ended on ``invalid_output``: JSON that does not parse, a tool that does not exist, arguments
+outside the tool's schema). With the step's tools known (the harness passes them to ``generate_with_tools``),
+the JSON of an action is held to one JSON Schema: an ``anyOf`` of one object per shown tool (``kind``
+``tool_call``, ``name`` that tool, ``args`` its parameter schema) and one per other action kind, every field the
+documented renderer writes required (``harness_service.actions.format.render_action``). ``lm-format-enforcer``'s
+character-level JSON Schema parser decides which characters may follow; decoding takes, among the highest-scoring
+tokens, the first whose text keeps the action valid, then ``</action>``, then the end of the turn. Reasoning
+before ``<action>`` is not constrained. A constraint decides only between tokens the model already ranks; it
+never writes a value the model did not score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bus_schemas.actions import Clarify, Finish, MemoryRead, MemoryWrite, Refuse, SkillLoad, SubagentSpawn
+from harness_service.actions.format import ACTION_CLOSE, ACTION_OPEN
+from producers.backends.base import ToolSpec
+
+OTHER_KINDS = (MemoryRead, MemoryWrite, SkillLoad, SubagentSpawn, Clarify, Refuse, Finish)
+_DROP = frozenset({"title", "examples", "description", "default"})
+
+
+def _clean(schema: Any) -> Any:
+    """A schema without the annotation keywords the parser does not need (titles, examples, descriptions)."""
+    if isinstance(schema, dict):
+        return {
+            k: {name: _clean(sub) for name, sub in v.items()} if k in ("properties", "$defs") else _clean(v)
+            for k, v in schema.items()
+            if k not in _DROP
+        }
+    if isinstance(schema, list):
+        return [_clean(v) for v in schema]
+    return schema
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def action_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """The JSON Schema of every action the step allows: a call of one of ``tools`` or another action kind."""
+    variants = [
+        _object({"kind": {"const": "tool_call"}, "name": {"const": t.name}, "args": _clean(t.parameters)})
+        for t in tools
+    ]
+    for model in OTHER_KINDS:
+        schema = _clean(model.model_json_schema())
+        properties = dict(schema["properties"])
+        properties["kind"] = {"const": model.model_fields["kind"].default}
+        variants.append({**_object(properties), **({"$defs": schema["$defs"]} if "$defs" in schema else {})})
+    return {"anyOf": variants}
+
+
+def extra_alphabet(pieces: Iterable[str]) -> str:
+    """The characters of ``pieces`` (a tokenizer's decoded tokens) beyond printable ASCII, control characters left
+    out (a raw newline is not valid inside a JSON string)."""
+    from lmformatenforcer.consts import COMPLETE_ALPHABET
+
+    known = set(COMPLETE_ALPHABET)
+    return "".join(sorted({c for piece in pieces for c in piece if c not in known and c.isprintable()}))
+
+
+@dataclass(frozen=True)
+class _State:
+    """Where the reply stands: free text (``tail``: its last characters, to spot ``<action>``), inside the action's
+    JSON (``parser``), matching ``</action>`` (``closing`` characters of it so far), or done."""
+
+    mode: str = "free"
+    tail: str = ""
+    parser: Any = None
+    closing: int = 0
+
+
+class ActionConstraint:
+    """Which next tokens keep the generated text a valid reply, for one step's tools; built per step. ``allows``
+    branches from the state of what was accepted so far (the parser is immutable), so a candidate costs only its
+    own characters."""
+
+    def __init__(self, tools: Sequence[ToolSpec], alphabet: str = "") -> None:
+        """``alphabet``: characters a string value may hold besides printable ASCII (``extra_alphabet`` of the
+        tokenizer's pieces: a goal's "°C" or "é" must stay writable)."""
+        from lmformatenforcer import CharacterLevelParserConfig, JsonSchemaParser
+        from lmformatenforcer.consts import COMPLETE_ALPHABET
+
+        config = CharacterLevelParserConfig(alphabet=COMPLETE_ALPHABET + alphabet)
+        self._start = JsonSchemaParser(action_schema(tools), config)
+        self._state = _State()
+
+    @property
+    def closed(self) -> bool:
+        """The reply's action is complete: only the end of the turn may follow."""
+        return self._state.mode == "done"
+
+    @property
+    def inside(self) -> bool:
+        """Past ``<action>``: the next tokens are held to the schema."""
+        return self._state.mode != "free"
+
+    def allows(self, piece: str) -> bool:
+        """Whether the accepted text plus ``piece`` is still a prefix of: free text, ``<action>``, a valid action's
+        JSON, ``</action>``."""
+        return self._advance(self._state, piece) is not None
+
+    def accept(self, piece: str) -> None:
+        """Commit ``piece`` (it may break the constraint: the caller falls back to the model's own choice when no
+        candidate is allowed; the constraint then stops applying)."""
+        self._state = self._advance(self._state, piece) or _State(mode="broken")
+
+    def _advance(self, state: _State, piece: str) -> _State | None:
+        mode, tail, parser, closing = state.mode, state.tail, state.parser, state.closing
+        for char in piece:
+            if mode == "free":
+                tail = (tail + char)[-len(ACTION_OPEN) :]
+                if tail == ACTION_OPEN:
+                    mode, parser = "json", self._start
+                continue
+            if mode == "json":
+                if char in parser.get_allowed_characters():
+                    parser = parser.add_character(char)
+                    continue
+                if not parser.can_end():
+                    return None
+                mode = "close"
+            if mode == "close":
+                if char != ACTION_CLOSE[closing]:
+                    return None
+                closing += 1
+                if closing == len(ACTION_CLOSE):
+                    mode = "done"
+                continue
+            if mode == "broken":
+                continue
+            return None  # done: nothing may follow the action
+        return _State(mode, tail, parser, closing)
