@@ -46,13 +46,13 @@ def sandbox_docs(name: str) -> ToolSpec | None:
 @lru_cache(maxsize=4096)
 def _sandbox_calls(task_json: str) -> tuple[str, ...]:
     from bus_schemas.actions import ToolCall
-    from producers.backends.sandbox.backend import SandboxBackend
+    from producers.backends import plugins
     from producers.tasks.runner import run_episode
     from producers.tasks.solver import reference_solver
 
     task = TaskSpecified.model_validate_json(task_json)
     try:
-        episode = run_episode(SandboxBackend(), task, reference_solver)
+        episode = run_episode(plugins.make_backend("sandbox"), task, reference_solver)
     except KeyError:  # not a template task: no reference solution
         return ()
     return tuple(a.name for a in episode.actions if isinstance(a, ToolCall))

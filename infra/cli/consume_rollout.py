@@ -58,19 +58,19 @@ def _pool(options: WorkerOptions, ports, resolver):
         except plugins.PluginError as exc:
             _log.warning("backend %s is not offered: %s", name, exc)
     if options.sim_model:
-        from producers.backends.llm_sim import TOOLSETS_DIR, LlmSimBackend, load_toolsets
+        from producers.backends.llm_sim import TOOLSETS_DIR, load_toolsets
 
         toolsets = load_toolsets(TOOLSETS_DIR, *([options.toolsets] if options.toolsets else []))
         simulator = resolver.policy(options.sim_model)(None)
-        pool.register("llm_sim", lambda: LlmSimBackend(toolsets, simulator), 1)
+        llm_sim = plugins.backend_factory("llm_sim")
+        pool.register("llm_sim", lambda: llm_sim(toolsets, simulator), 1)
     if options.device:
-        from producers.backends.device import DeviceBackend, connect_device
+        from producers.backends.device import connect_device
 
+        device = plugins.backend_factory("device")
         host, _, port = options.adb.partition(":")
         connect_device(options.device, host, int(port or 5037))  # "no device" fails the start, not an episode
-        pool.register(
-            "device", lambda: DeviceBackend(connect_device(options.device, host, int(port or 5037)), ports.blobs), 1
-        )
+        pool.register("device", lambda: device(connect_device(options.device, host, int(port or 5037)), ports.blobs), 1)
     return pool
 
 

@@ -73,7 +73,7 @@ def harness(
     from infra.config import load_settings
     from infra.events import ensure_topics
     from infra.events import publish as publish_events
-    from producers.backends.sandbox.backend import SandboxBackend
+    from producers.backends import plugins
     from producers.backends.sandbox.catalog import TOOLS
     from producers.backends.sandbox.skill_docs import SKILLS_DIR
 
@@ -96,7 +96,11 @@ def harness(
         default_policy = lambda: OpenAICompatiblePolicy(policy_config)  # noqa: E731
     deps = ServiceDeps(
         token=token,
-        backends={"sandbox": BackendEntry(make=SandboxBackend, kind="sandbox", tools=[t.spec for t in TOOLS.values()])},
+        backends={
+            "sandbox": BackendEntry(
+                make=plugins.backend_factory("sandbox"), kind="sandbox", tools=[t.spec for t in TOOLS.values()]
+            )
+        },
         blobs=open_blob_store(settings.blobs, settings),
         config=LiveConfig(HarnessConfig.load(config) if config is not None else HarnessConfig()),
         default_policy=default_policy,

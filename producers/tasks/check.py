@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from bus_schemas.events.tasks import TaskSpecified
-from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends import plugins
 from producers.backends.sandbox.catalog import APP_NAMES, TOOLS
 from producers.backends.sandbox.verify import verify
 from producers.tasks.runner import Policy, noop_policy, random_policy, run_episode
@@ -31,7 +31,7 @@ class CheckReport:
 
 def check_suite(tasks: Iterable[TaskSpecified], on_task: Callable[[], None] = lambda: None) -> CheckReport:
     """Run each policy on each task and record passes and every task whose outcome is not the expected one."""
-    backend = SandboxBackend()
+    backend = plugins.make_backend("sandbox")
     report = CheckReport(wrong={name: [] for name in POLICIES})
     for task in tasks:
         report.tasks += 1
