@@ -334,6 +334,7 @@ def build_examples() -> dict[str, Event]:
             tokens_per_task=13_100.0,
             tool_calls_per_task=3.5,
             cost_per_1k_tasks_usd=3.1,
+            external={"bfcl": CategoryScore(success_rate=0.25, tasks=16)},
         ),
         RewardScheduleSelected(
             **_envelope(41, "learner"),

@@ -75,3 +75,9 @@ def _rollout_requested_v1_to_v2(raw: RawEvent) -> RawEvent:
 def _task_specified_v1_to_v2(raw: RawEvent) -> RawEvent:
     """v2 made the sandbox's fields optional and added ``backend_params`` and ``user``; a v1 task had neither."""
     return {**raw, "backend_params": {}, "user": None}
+
+
+@upcaster("DevSetEvaluated", 1)
+def _dev_set_evaluated_v1_to_v2(raw: RawEvent) -> RawEvent:
+    """v2 added ``external`` (scores on external suites' dev tasks); v1 evaluations had none."""
+    return {**raw, "external": {}}

@@ -125,7 +125,7 @@ class DevSetEvaluated(Event):
     """Scores of a model+harness pair on a held-out split; ``overall`` must equal the weighted formula."""
 
     event_type: Literal["DevSetEvaluated"] = "DevSetEvaluated"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     model_name: Name
     model_version: Name
     harness_version: Name
@@ -136,6 +136,9 @@ class DevSetEvaluated(Event):
     tokens_per_task: Annotated[float, Field(ge=0.0)]
     tool_calls_per_task: Annotated[float, Field(ge=0.0)]
     cost_per_1k_tasks_usd: Annotated[float, Field(ge=0.0)] | None = None
+    external: dict[Name, CategoryScore] = Field(default_factory=dict)
+    """v2: success on the dev tasks of external suites (``TaskSource.kind == "external"``, e.g. ``bfcl``) by
+    backend; reported beside the sandbox categories, never part of ``per_category`` or ``overall``."""
 
     @model_validator(mode="after")
     def _overall_matches_formula(self) -> DevSetEvaluated:

@@ -30,7 +30,7 @@ from bus_schemas.events import (
     RolloutRequested,
     TaskSpecified,
 )
-from bus_schemas.events.training import category_scores, overall_score
+from bus_schemas.events.training import CategoryScore, category_scores, overall_score
 
 VERSION = "0.2.0"  # 0.2.0: harness revisions are promoted on a paired A/B against their parent
 PREFIX = "dev-eval:"
@@ -69,12 +69,18 @@ def summarise(
     cause: Event,
     producer: Producer,
 ) -> DevSetEvaluated:
-    """The DevSetEvaluated of one finished group (every request has a verdict); a category without tasks scores 0/0."""
+    """The DevSetEvaluated of one finished group (every request has a verdict); a category without tasks scores 0/0.
+    Tasks of external suites (``source.kind == "external"``) score under their backend in ``external``, not in the
+    categories or Overall."""
     first = requests[0]
     wins: dict[str, list[bool]] = defaultdict(list)
+    suites: dict[str, list[bool]] = defaultdict(list)
     for request in requests:
-        wins[tasks[request.task_id].category].append(verdicts[request.episode_id].outcome == "success")
+        task = tasks[request.task_id]
+        won = verdicts[request.episode_id].outcome == "success"
+        (suites[task.backend] if task.source.kind == "external" else wins[task.category]).append(won)
     per_category = category_scores(wins)
+    external = {name: CategoryScore(success_rate=sum(w) / len(w), tasks=len(w)) for name, w in sorted(suites.items())}
     ends = [ended[r.episode_id] for r in requests if r.episode_id in ended]
     n = max(1, len(requests))
     costs = [e.cost_estimate_usd for e in ends]
@@ -94,6 +100,7 @@ def summarise(
         tokens_per_task=sum(e.input_tokens + e.output_tokens + e.thinking_tokens for e in ends) / n,
         tool_calls_per_task=sum(e.tool_calls for e in ends) / n,
         cost_per_1k_tasks_usd=1000 * sum(c or 0.0 for c in costs) / n if priced else None,
+        external=external,
     )
 
 

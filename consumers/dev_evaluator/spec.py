@@ -174,11 +174,12 @@ class DevEvaluator:
         parent_requests = [r for r in self.pairs.get(f"{policy}|{parent_version}") if isinstance(r, RolloutRequested)]
         parent_verdicts = {r.episode_id: v for r in parent_requests for v in self.verdicts.get(r.episode_id)[:1]}
         solved = {k: v for k, v in verdicts.items() if isinstance(v, EpisodeVerified)}
-        tasks = {r.task_id: self.sources.task(r.task_id).category for r in [*members, *parent_requests]}
+        specs = {r.task_id: self.sources.task(r.task_id) for r in [*members, *parent_requests]}
+        sandbox = {task_id for task_id, t in specs.items() if t.source.kind != "external"}  # Overall's tasks only
         paired = compare_paired(
-            outcomes(parent_requests, parent_verdicts),  # type: ignore[arg-type]
-            outcomes(members, solved),
-            tasks,
+            {k: v for k, v in outcomes(parent_requests, parent_verdicts).items() if k in sandbox},  # type: ignore[arg-type]
+            {k: v for k, v in outcomes(members, solved).items() if k in sandbox},
+            {task_id: specs[task_id].category for task_id in sandbox},
             seed=f"{policy}|{parent_version}|{evaluated.harness_version}",
         )
         return revision_decided(

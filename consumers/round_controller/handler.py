@@ -153,12 +153,17 @@ def schedule(
 
 
 def dev_slice(dev: list[TaskSpecified], per_category: int | None) -> list[TaskSpecified]:
-    """The first ``per_category`` dev tasks of each category in task-id order (all with None)."""
+    """The first ``per_category`` dev tasks of each category in task-id order (all with None); an external suite's
+    tasks (``source.kind == "external"``) are sliced as one more category, by backend."""
     chosen: list[TaskSpecified] = []
-    for category in sorted({t.category for t in dev}):
-        pool = sorted((t for t in dev if t.category == category), key=lambda t: t.task_id)
+    for group in sorted({_dev_group(t) for t in dev}):
+        pool = sorted((t for t in dev if _dev_group(t) == group), key=lambda t: t.task_id)
         chosen += pool if per_category is None else pool[:per_category]
     return chosen
+
+
+def _dev_group(task: TaskSpecified) -> str:
+    return f"external:{task.backend}" if task.source.kind == "external" else task.category
 
 
 def evaluate(

@@ -37,7 +37,6 @@ class WorkerOptions:
     user_model: str | None = None
 
 
-_log = logging.getLogger("flywheel.rollout")
 CONFIGURED = ("llm_sim", "device")
 """Built-in backends that need this worker's options (a simulator model, a device serial) to be built."""
 
@@ -50,13 +49,8 @@ def _pool(options: WorkerOptions, ports, resolver):
     from producers.pool import EnvironmentPool
 
     pool = EnvironmentPool(lease_timeout_s=options.lease_timeout_s)
-    for name in plugins.backend_names():
-        if name in CONFIGURED:
-            continue
-        try:
-            pool.register(name, plugins.backend_factory(name), options.sandbox_cap)
-        except plugins.PluginError as exc:
-            _log.warning("backend %s is not offered: %s", name, exc)
+    for name, factory in plugins.offered_factories(CONFIGURED).items():
+        pool.register(name, factory, options.sandbox_cap)
     if options.sim_model:
         from producers.backends.llm_sim import TOOLSETS_DIR, load_toolsets
 

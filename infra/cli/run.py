@@ -93,6 +93,13 @@ def run(
         ),
     ] = False,
     lora_rank: Annotated[int, typer.Option(min=1, help="LoRA rank (with --lora).")] = 16,
+    external_suite: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An installed external suite (flywheel suites list, e.g. bfcl) whose tasks join every dev "
+            "evaluation, --dev-per-category of them, scored apart from the sandbox Overall. Repeatable."
+        ),
+    ] = None,
     dev_per_category: Annotated[
         int | None, typer.Option(min=1, help="Dev tasks per category in each dev evaluation (default 16).")
     ] = None,
@@ -144,6 +151,7 @@ def run(
             "first_round_rollouts": first_rollouts,
             "rollouts_per_round": rollouts,
             "seed": seed,
+            "external_suites": tuple(external_suite) if external_suite else None,
             "algorithm": algorithm,
             "out_dir": out,
         }.items()

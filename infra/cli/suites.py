@@ -24,8 +24,7 @@ from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from producers.backends import plugins
 from producers.backends.base import Backend
-
-SUITES = "planner_flywheel.suites"
+from producers.backends.plugins import SUITES
 
 app = typer.Typer(
     help=f"External benchmark suites installed as plugins (entry point group '{SUITES}').", no_args_is_help=True
@@ -134,3 +133,17 @@ def check(
         typer.echo(f"per episode: our runner {ours:.2f} ms, the suite's own loop {theirs:.2f} ms, ratio {ratio}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+@app.command("list")
+def list_suites() -> None:
+    """The installed suites: name, backend and task count (what `flywheel run --external-suite` takes)."""
+    for name in sorted(plugins.entry_points(SUITES)):
+        try:
+            factory = plugins.load(SUITES, name)
+            suite = factory() if factory is not None else None
+        except plugins.PluginError as exc:
+            typer.echo(f"{name}: failed to load ({exc})")
+            continue
+        if suite is not None:
+            typer.echo(f"{name}: backend {suite.backend}, {len(suite.tasks())} tasks")

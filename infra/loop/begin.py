@@ -23,11 +23,26 @@ class RunStart:
     started: RoundStarted
 
 
+def external_dev_tasks(suites: tuple[str, ...], run_id: str, per_suite: int | None) -> list[TaskSpecified]:
+    """The first ``per_suite`` tasks (by task id; all with None) of each named external suite, as dev tasks."""
+    from producers.backends import plugins
+
+    tasks: list[TaskSpecified] = []
+    for name in suites:
+        loaded = plugins.load(plugins.SUITES, name)
+        if loaded is None:
+            raise ValueError(f"no suite {name!r} is installed (flywheel suites list)")
+        chosen = sorted(loaded().tasks(), key=lambda t: t.task_id)[:per_suite]
+        tasks += [t.model_copy(update={"split": "dev", "run_id": run_id}) for t in chosen]
+    return tasks
+
+
 def begin_run(ports: Ports, config: LoopConfig, run_id: str) -> RunStart:
     """Publish what the consumers start from. Dev tasks come from a different split than train: they never leak."""
     from learner.jobs import dev_tasks, train_tasks
 
     train, dev = train_tasks(config.learner, run_id), dev_tasks(config.learner, run_id)
+    dev += external_dev_tasks(config.external_suites, run_id, config.learner.dev_per_category)
     leaked = {t.task_id for t in train} & {t.task_id for t in dev}
     if leaked:
         raise ValueError(f"dev tasks in the train pool: {sorted(leaked)[:5]}")

@@ -63,6 +63,10 @@ class LoopConfig(BaseModel):
     loop's figures over draws. 0 draws as before the seed existed. The dev and test splits and the train pool do
     not depend on it, so figures stay comparable across seeds; nor do the training seeds and GRPO's own task draw
     (``learner``)."""
+    external_suites: tuple[str, ...] = ()
+    """Installed external suites (``flywheel suites list``, e.g. ``bfcl``) whose tasks join every dev evaluation
+    (``dev_per_category`` of each), scored apart from the sandbox categories (``DevSetEvaluated.external``) and
+    never part of Overall; their backends must be installed plugins."""
     first_policy: str = "scripted:reference"
     min_admitted_for_training: Annotated[int, Field(ge=1)] = 16
     algorithm: Literal["sft", "rl", "mixed"] = "sft"

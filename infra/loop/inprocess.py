@@ -65,7 +65,8 @@ class InProcessConsumers:
         self.runners = [ConsumerRunner(spec, ports, state_dir=state_dir) for spec in specs]
         self.verifier = next(r for r, s in zip(self.runners, specs, strict=True) if s.name == "verifier")
         pool = EnvironmentPool()
-        pool.register("sandbox", plugins.backend_factory("sandbox"), 1)
+        for name, factory in plugins.offered_factories().items():  # the sandbox, and e.g. an external suite's
+            pool.register(name, factory, 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", inference, check_every_s=0.0)
         self.worker = RolloutWorker(
             ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0

@@ -311,6 +311,8 @@ def summary_line(r: RoundProgress) -> str:
     if r.dev is not None:
         cats = " ".join(f"{c} {s.success_rate:.2f}" for c, s in r.dev.per_category.items())
         dev = f"dev Overall {r.dev.overall:.3f} ({cats})"
+        if r.dev.external:
+            dev += ", external " + " ".join(f"{n} {s.success_rate:.2f}/{s.tasks}" for n, s in r.dev.external.items())
     else:
         dev = "no dev evaluation"
     harness = r.harness or "no revision"

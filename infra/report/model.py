@@ -48,6 +48,8 @@ class RoundRow:
     round: int
     dev_overall: float | None = None
     dev_per_category: dict[str, float] = field(default_factory=dict)
+    dev_external: dict[str, float] = field(default_factory=dict)
+    """Success on external suites' dev tasks by suite backend (``LoopConfig.external_suites``); not in Overall."""
     dev_model_version: str | None = None
     dev_harness_version: str | None = None
     dev_tokens_per_task: float | None = None
@@ -204,6 +206,7 @@ def build_report(
         elif isinstance(event, DevSetEvaluated):
             r.dev_overall = event.overall
             r.dev_per_category = {c: s.success_rate for c, s in event.per_category.items()}
+            r.dev_external = {name: s.success_rate for name, s in event.external.items()}
             r.dev_model_version = f"{event.model_name}/{event.model_version}"
             r.dev_harness_version = event.harness_version
             r.dev_tokens_per_task, r.dev_tool_calls_per_task = event.tokens_per_task, event.tool_calls_per_task

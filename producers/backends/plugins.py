@@ -16,6 +16,7 @@ declares itself wrongly raises :class:`PluginError` naming it and its entry poin
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from producers.backends.base import Backend, TrustLevel
 BACKENDS = "planner_flywheel.backends"
 JUDGES = "planner_flywheel.judges"
 PREDICATES = "planner_flywheel.predicates"
+_log = logging.getLogger("flywheel.plugins")
+SUITES = "planner_flywheel.suites"  # external benchmark suites: flywheel suites check, LoopConfig.external_suites
 GROUPS = (BACKENDS, JUDGES, PREDICATES)
 BACKEND_NAME = re.compile(BACKEND_NAME_PATTERN)
 """What a backend may be called: the pattern that validates ``backend`` on events."""
@@ -130,6 +133,21 @@ def backend_factory(name: str) -> BackendFactory:
     if trust not in get_args(TrustLevel):
         raise PluginError(f"backend {name!r} declares trust {trust!r}, want one of {get_args(TrustLevel)} ({where})")
     return cast(BackendFactory, factory)
+
+
+def offered_factories(configured: tuple[str, ...] = ("llm_sim", "device")) -> dict[str, BackendFactory]:
+    """Every installed backend's factory except ``configured`` ones (built from options by their caller): what a
+    rollout worker offers, so a new environment's tasks roll out with no edit. One that fails to load is logged and
+    left out."""
+    factories: dict[str, BackendFactory] = {}
+    for name in backend_names():
+        if name in configured:
+            continue
+        try:
+            factories[name] = backend_factory(name)
+        except PluginError as exc:
+            _log.warning("backend %s is not offered: %s", name, exc)
+    return factories
 
 
 def make_backend(name: str, *args: Any, **kwargs: Any) -> Backend:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loop_support import check_run, small_loop
+from loop_support import DEV_PER_CATEGORY, check_run, small_loop
 
 from infra.bootstrap import open_ports
 from infra.config import load_settings
@@ -21,12 +21,16 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
         blobs=f"file:///{tmp_path}/blobs",
         registry=f"sqlite:///{tmp_path}/mlflow.db",
     )
-    result = run_loop(settings, small_loop(tmp_path), run_id="e2e-embedded", show_progress=False)
+    config = small_loop(tmp_path).model_copy(update={"external_suites": ("bfcl",)})  # an installed plugin suite
+    result = run_loop(settings, config, run_id="e2e-embedded", show_progress=False)
     assert result.bus_url.endswith("?namespace=e2e-embedded") and result.dead_letters == 0
     assert [r.round for r in result.rounds] == [0, 1] and all(r.dev is not None for r in result.rounds)
     report = json.loads((tmp_path / "runs" / "e2e-embedded" / "report.json").read_text())
     assert [r["dev_overall"] for r in report["rounds"]] == [r.dev.overall for r in result.rounds]
     assert all(r["stage_seconds"].get("training", 0) > 0 for r in report["rounds"])
+    # BFCL's dev tasks ran through the in-process rollout worker and its judge, scored apart from Overall
+    assert all(set(r["dev_external"]) == {"bfcl"} for r in report["rounds"])
+    assert all(r.dev.external["bfcl"].tasks == DEV_PER_CATEGORY for r in result.rounds if r.dev is not None)
     ports = open_ports(settings.model_copy(update={"bus": result.bus_url}))
     try:
         check_run(ports, "e2e-embedded", tmp_path / "runs" / "e2e-embedded")

@@ -22,3 +22,9 @@ def test_flywheel_suites_check_bfcl_limit_5() -> None:
 def test_an_unknown_suite_is_an_error() -> None:
     result = CliRunner().invoke(app, ["suites", "check", "nope"])
     assert result.exit_code != 0
+
+
+def test_flywheel_suites_list_names_each_suite_with_its_backend_and_size() -> None:
+    result = CliRunner().invoke(app, ["suites", "list"])
+    assert result.exit_code == 0, result.output
+    assert "bfcl: backend bfcl, 200 tasks" in result.output and "bfcl.long_context: backend bfcl" in result.output

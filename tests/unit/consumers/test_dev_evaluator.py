@@ -116,3 +116,44 @@ def test_baselines_models_against_the_best_model_and_revisions_against_the_same_
     revision = _evaluated("2", 0.5, harness="tiny/2", evaluates="harness")
     assert baseline(revision, [first, worse]) is worse and is_better(revision, [first, worse])
     assert not is_better(_evaluated("9", 0.9, evaluates="harness"), [first])  # no evaluation of that model: no baseline
+
+
+def test_an_external_suites_tasks_score_apart_and_never_move_overall():
+    from consumers.dev_evaluator.handler import summarise
+    from consumers.round_controller.handler import dev_slice
+
+    sandbox = [t for t in suite() if t.split == "dev"]
+    external = [
+        t.model_copy(
+            update={
+                "task_id": f"ext.{i}",
+                "backend": "bfcl",
+                "source": t.source.model_copy(update={"kind": "external"}),
+            }
+        )
+        for i, t in enumerate(sandbox[:3])
+    ]
+    sliced = dev_slice([*sandbox, *external], per_category=1)
+    assert [t.task_id for t in sliced if t.backend == "bfcl"] == ["ext.0"]  # an external suite slices as its own
+    assert len(sliced) == len({t.category for t in sandbox}) + 1
+
+    tasks = [*sandbox, *external]
+    started = start_round("run-test", 0, "p0", "h0", 4, P)
+    requests = evaluate(started, started, tasks, "planner/2", "h0", P, "model")
+    by_id = {t.task_id: t for t in tasks}
+    verdicts = {
+        r.episode_id: verdict(
+            by_id[r.task_id],
+            None
+            if r.task_id.startswith("ext.0") or r.task_id == sandbox[0].task_id
+            else {by_id[r.task_id].criteria[0].id},
+            episode_id=r.episode_id,
+        )
+        for r in requests
+    }
+    evaluated = summarise(requests, verdicts, {}, by_id, started, P)
+    assert evaluated.external["bfcl"].tasks == 3 and evaluated.external["bfcl"].success_rate == pytest.approx(1 / 3)
+    assert sum(s.tasks for s in evaluated.per_category.values()) == len(sandbox)
+    sandbox_only = summarise([r for r in requests if not r.task_id.startswith("ext.")], verdicts, {}, by_id, started, P)
+    assert sandbox_only.external == {} and sandbox_only.overall == evaluated.overall
+    assert sandbox_only.per_category == evaluated.per_category

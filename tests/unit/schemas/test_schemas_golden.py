@@ -49,3 +49,10 @@ def test_episode_ended_v1_golden_upcasts_to_the_current_model() -> None:
     )
     assert event == expected
     assert b'"schema_version":2' in encode(event)
+
+
+def test_dev_set_evaluated_v1_golden_upcasts_with_no_external_suites() -> None:
+    old = golden_path("DevSetEvaluated", 1).read_bytes()
+    assert b'"schema_version":1' in old and b'"external"' not in old
+    event = decode(old)
+    assert event.schema_version == 2 and event.external == {} and event.overall == 0.5
