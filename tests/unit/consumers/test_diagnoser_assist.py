@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from canned_chat import CannedChat
 from consumer_factory import P, episode, ids_of, obs, task_with, verdict
 
 from bus_schemas.actions import Finish, ToolCall
@@ -83,42 +81,18 @@ def test_configuration(monkeypatch):
     assert parse_label("Label: argument_grounding.") == "argument_grounding" and parse_label("tool") is None
 
 
-class Judge(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that names a label and records what it was asked."""
-
-    bodies: list[dict] = []
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Judge.bodies.append(body)
-        reply = {"choices": [{"message": {"role": "assistant", "content": "state_tracking: the note was lost"}}]}
-        data = json.dumps({**reply, "usage": {"prompt_tokens": 9, "completion_tokens": 3}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def judge_url() -> Iterator[str]:
-    Judge.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def judge() -> Iterator[CannedChat]:
+    with CannedChat(["state_tracking: the note was lost"]) as chat:
+        yield chat
 
 
 def test_a_model_ref_is_served_through_the_inference_port(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, judge_url: str
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, judge: CannedChat
 ) -> None:
     """``FLYWHEEL_INFERENCE=openai+http://...``: the diagnoser's and the reviser's models are any OpenAI-compatible
     server, as the rollout workers' are."""
-    monkeypatch.setenv("FLYWHEEL_INFERENCE", f"openai+{judge_url}?model=judge")
+    monkeypatch.setenv("FLYWHEEL_INFERENCE", f"openai+{judge.url}?model=judge")
     ports = Ports(
         bus=open_bus(f"sqlite:///{tmp_path}/bus.db"),
         blobs=open_blob_store(f"file:///{tmp_path}/blobs"),
@@ -130,11 +104,11 @@ def test_a_model_ref_is_served_through_the_inference_port(
         task, ep, v = _unexplained()
         d = diagnose(v, task, ep, P, assist)
         assert d.attribution == "state_tracking" and "other" in d.secondary
-        (asked,) = Judge.bodies
+        (asked,) = judge.requests
         assert asked["model"] == "judge" and task.goal in asked["messages"][-1]["content"]
 
         writer = load_writer(f"local:{tmp_path / 'judge-model'}", ports.registry, ports.bus, tmp_path / "cache")
         writer.write(Cluster(category="state_tracking", diagnoses=(), tasks={}), "Keep track of what you saved.")
-        assert len(Judge.bodies) == 2 and Judge.bodies[1]["model"] == "judge"
+        assert len(judge.requests) == 2 and judge.requests[1]["model"] == "judge"
     finally:
         ports.close()

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from canned_chat import CannedChat
 from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task
 
 from bus_schemas.actions import Finish, ToolCall
@@ -35,58 +33,28 @@ REPLIES = [
 ]
 
 
-class FakeModel(BaseHTTPRequestHandler):
-    """A canned chat-completions endpoint: replies in order, records requests, checks the key."""
-
-    requests: list[dict] = []
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.headers.get("Authorization") != "Bearer k-123" or self.path != "/v1/chat/completions":
-            self._send(401, {"error": "unauthorised"})
-            return
-        FakeModel.requests.append(body)
-        reply = REPLIES[min(len(FakeModel.requests), len(REPLIES)) - 1]
-        usage = {"prompt_tokens": 100, "completion_tokens": 20, "completion_tokens_details": {"reasoning_tokens": 5}}
-        self._send(200, {"choices": [{"message": {"role": "assistant", "content": reply}}], "usage": usage})
-
-    def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def model_url() -> Iterator[str]:
-    FakeModel.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def model() -> Iterator[CannedChat]:
+    """A canned chat-completions endpoint: replies in order, records requests, checks the key."""
+    with CannedChat(REPLIES, api_key="k-123") as chat:
+        yield chat
 
 
-def test_openai_policy_runs_an_episode_with_token_accounting_and_cost(model_url: str) -> None:
-    policy = OpenAICompatiblePolicy(OpenAIPolicyConfig(base_url=model_url, model="planner-1", api_key="k-123"))
+def test_openai_policy_runs_an_episode_with_token_accounting_and_cost(model: CannedChat) -> None:
+    policy = OpenAICompatiblePolicy(OpenAIPolicyConfig(base_url=model.url, model="planner-1", api_key="k-123"))
     events, prices = EventList(), PriceTable(prices={"planner-1": Price(input_per_mtok=2.0, output_per_mtok=10.0)})
     harness = Harness(config=HarnessConfig(), policy=policy, blobs=MemoryBlobs(), events=events, prices=prices)
     outcome = run_episode(harness, make_task(), NotesBackend(), RunIds(run_id="r"))
     assert outcome.reason == "finished" and outcome.answer == "hi"
     assert (outcome.input_tokens, outcome.output_tokens, outcome.thinking_tokens) == (200, 40, 10)
     assert outcome.cost_usd == pytest.approx((200 * 2 + 40 * 10) / 1e6)
-    first = FakeModel.requests[0]
+    first = model.requests[0]
     assert first["model"] == "planner-1" and first["messages"][0]["role"] == "system"
     assert events[0].policy_version == "openai:planner-1"  # type: ignore[attr-defined]
 
 
-def test_openai_policy_errors_are_policy_errors(model_url: str) -> None:
-    policy = OpenAICompatiblePolicy(OpenAIPolicyConfig(base_url=model_url, model="m", api_key="wrong", retries=0))
+def test_openai_policy_errors_are_policy_errors(model: CannedChat) -> None:
+    policy = OpenAICompatiblePolicy(OpenAIPolicyConfig(base_url=model.url, model="m", api_key="wrong", retries=0))
     with pytest.raises(PolicyError, match="401"):
         policy.generate([ChatMessage(role="user", content="hi")])
 
