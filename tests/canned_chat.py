@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "completion_tokens_details": {"reasoning_tokens": 5}}
 
 
+Reply = str | Callable[[dict[str, Any]], dict[str, Any]]
+"""A reply's content, or a function of the request body that returns the whole message (e.g. native tool calls)."""
+
+
 class CannedChat:
     """Answers ``/v1/chat/completions`` with ``replies`` in order (the last one repeats), records every request body;
     with ``api_key`` any other bearer token (or path) gets a 401. A context manager; ``url`` ends in ``/v1``."""
 
-    def __init__(self, replies: Sequence[str], api_key: str | None = None, usage: dict[str, Any] = USAGE) -> None:
+    def __init__(self, replies: Sequence[Reply], api_key: str | None = None, usage: dict[str, Any] = USAGE) -> None:
         self.replies, self.api_key, self.usage = list(replies), api_key, usage
         self.requests: list[dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -38,7 +42,7 @@ class CannedChat:
                     return
                 chat.requests.append(body)
                 reply = chat.replies[min(len(chat.requests), len(chat.replies)) - 1]
-                message = {"role": "assistant", "content": reply}
+                message = reply(body) if callable(reply) else {"role": "assistant", "content": reply}
                 self._send(200, {"choices": [{"message": message}], "usage": chat.usage})
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:

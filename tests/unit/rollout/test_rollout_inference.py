@@ -3,14 +3,12 @@ server by name (nothing downloaded) or loaded in process, and the episode record
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from canned_chat import CannedChat
 from pydantic import SecretStr
 
 from bus_schemas.actions import Finish, ToolCall
@@ -36,47 +34,24 @@ TOOL = TASK.tools[0]  # contacts.list_contacts: a read, valid with {"limit": 2}
 USAGE = {"prompt_tokens": 321, "completion_tokens": 17, "completion_tokens_details": {"reasoning_tokens": 4}}
 
 
-class FakeOpenAI(BaseHTTPRequestHandler):
-    """``/v1/chat/completions`` answering a fixed native tool call, then ``finish``; records every request body."""
+def _native_call(name: str, arguments: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A reply of one native tool call, checked to be among the request's offered ``tools``."""
 
-    requests: ClassVar[list[dict[str, Any]]] = []
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        FakeOpenAI.requests.append(body)
-        if self.path != "/v1/chat/completions" or self.headers.get("Authorization") != "Bearer sk-test":
-            self._send(401, {"error": "unauthorised"})
-            return
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
         offered = {tool["function"]["name"] for tool in body.get("tools", [])}
-        name, arguments = (
-            (TOOL.replace(".", "__"), '{"limit": 2}') if len(FakeOpenAI.requests) == 1 else ("finish", "{}")
-        )
         assert name in offered, f"{name} was not offered: {sorted(offered)}"
         call = {"id": "c", "type": "function", "function": {"name": name, "arguments": arguments}}
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        self._send(200, {"choices": [{"message": message}], "usage": USAGE})
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server naming)
-        pass
+    return reply
 
 
 @pytest.fixture
-def server_url() -> Iterator[str]:
-    FakeOpenAI.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def server() -> Iterator[CannedChat]:
+    """``/v1/chat/completions`` answering a fixed native tool call, then ``finish``; records every request body."""
+    replies = [_native_call(TOOL.replace(".", "__"), '{"limit": 2}'), _native_call("finish", "{}")]
+    with CannedChat(replies, api_key="sk-test", usage=USAGE) as chat:
+        yield chat
 
 
 @pytest.fixture
@@ -136,9 +111,9 @@ def test_the_local_port_downloads_the_version_and_loads_it_in_process(
 
 
 def test_a_rollout_through_an_openai_server_records_its_tool_call_and_usage(
-    ports: Ports, tmp_path: Path, server_url: str
+    ports: Ports, tmp_path: Path, server: CannedChat
 ) -> None:
-    url = f"{server_url.replace('http://', 'openai+http://')}?safe_names=1"
+    url = f"{server.url.replace('http://', 'openai+http://')}?safe_names=1"
     port = parse_inference(url, api_key=SecretStr("sk-test"))
     resolver = VersionResolver(ports.registry, ports.bus, tmp_path / "cache", port, check_every_s=0.0)
     pool = EnvironmentPool()
@@ -162,8 +137,8 @@ def test_a_rollout_through_an_openai_server_records_its_tool_call_and_usage(
     recorded = ports.blobs.get(taken[0].raw_output).decode()
     assert recorded == f'<tool_call>\n{{"name": "{TOOL}", "arguments": {{"limit": 2}}}}\n</tool_call>'
     assert [(e.input_tokens, e.output_tokens, e.thinking_tokens) for e in taken] == [(321, 17, 4)] * 2
-    assert [body["model"] for body in FakeOpenAI.requests] == ["planner/1", "planner/1"]
-    assert TOOL.replace(".", "__") in {t["function"]["name"] for t in FakeOpenAI.requests[0]["tools"]}
+    assert [body["model"] for body in server.requests] == ["planner/1", "planner/1"]
+    assert TOOL.replace(".", "__") in {t["function"]["name"] for t in server.requests[0]["tools"]}
 
 
 def _served(version: str, endpoint: str) -> ModelServed:
