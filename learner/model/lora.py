@@ -7,6 +7,7 @@ see an ordinary Hugging Face directory whether a version was trained fully or wi
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +40,10 @@ def with_lora(model: Any, settings: LoraSettings) -> Any:
 
 
 def is_lora(model: Any) -> bool:
+    """Whether ``model`` carries peft adapters; without peft imported none can (peft takes seconds to import, and
+    every checkpoint save asks)."""
+    if "peft" not in sys.modules:
+        return False
     from peft import PeftModel
 
     return isinstance(model, PeftModel)
