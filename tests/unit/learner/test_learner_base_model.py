@@ -14,6 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
+from user_checkpoint import LLAMA_STYLE, users_checkpoint
 
 from harness_service.context.messages import ChatMessage, parse_messages, render_messages
 from infra.bootstrap import Ports
@@ -21,7 +22,6 @@ from infra.cli.main import app
 from learner.config import LearnerConfig, for_base_model, tiny_harness
 from learner.jobs import run_rl, run_sft, seed_reference_episodes
 from learner.model import PlannerPolicy
-from learner.model.factory import TinyModelConfig, build_tiny_model, save_checkpoint
 from learner.model.lora import LoraSettings
 from learner.model.tokenizer import train_tokenizer
 from learner.model.window import PromptWindow, end_of_turn
@@ -29,26 +29,7 @@ from learner.rl.services import LocalServices
 
 pytestmark = pytest.mark.unit
 
-LLAMA_STYLE = (
-    "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
-    "{{ message['content'] }}<|eot_id|>{% endfor %}"
-    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
-)
-SPECIALS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
 RUN = "run-base"
-
-
-def users_checkpoint(folder: Path) -> Path:
-    """A Hugging Face checkpoint directory as a user would have one: weights, tokenizer, its own chat template."""
-    corpus = [
-        "You operate a user's phone apps through tools. Set an alarm for 07:30 named gym.",
-        '<action>{"tool": "clock.set_alarm", "args": {"time": "07:30", "label": "gym"}}</action>',
-    ] * 20
-    tokenizer = train_tokenizer(corpus, vocab_size=400)
-    tokenizer.add_special_tokens({"bos_token": SPECIALS[0], "additional_special_tokens": SPECIALS[1:]})
-    tokenizer.chat_template = LLAMA_STYLE
-    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, layers=1, heads=2, kv_heads=1, seed=3))
-    return save_checkpoint(model, tokenizer, folder)
 
 
 def base_config(checkpoint: Path, work: Path, lora: LoraSettings | None = None) -> LearnerConfig:
