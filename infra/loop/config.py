@@ -54,9 +54,9 @@ class LoopConfig(BaseModel):
     """Later rounds run the round's model on train tasks; its verified successes join the training data."""
     rollout_temperature: Annotated[float, Field(gt=0)] | None = None
     """Sampling temperature of the model's rollouts in later rounds (None: greedy, as the dev evaluation decodes).
-    Measured in the main job (2026-12-02, different run ids so different instances): greedy solved 8 and 8 of 64
-    in rounds 1-2 (10 and 11 in another run); 0.7 solved 14 and 12, admitted 14 and 10, but dev stayed 0.050 in
-    every round (test 0.056), so greedy stays the default."""
+    Measured in the main job (2026-12-02, before the draw was seeded by the round: each run drew other instances):
+    greedy solved 8 and 8 of 64 in rounds 1-2 (10 and 11 in another run); 0.7 solved 14 and 12, admitted 14 and 10,
+    but dev stayed 0.050 in every round (test 0.056), so greedy stays the default."""
     seed: int = 0
     """Seed of the train rollout draw: which train tasks round 0's cold start demonstrates and which each later
     round rolls out (and their seeds). The same seed reproduces a run's draw; another draws anew, to average a
