@@ -8,7 +8,6 @@ backend its tasks run on), ``tasks(limit)``, ``gold(task)`` (a policy's actions 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Annotated, Any
@@ -17,11 +16,11 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessBudgets, HarnessConfig
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
+from infra.blobs.memory import MemoryBlobs
 from producers.backends import plugins
 from producers.backends.base import Backend
 from producers.backends.plugins import SUITES
@@ -29,21 +28,6 @@ from producers.backends.plugins import SUITES
 app = typer.Typer(
     help=f"External benchmark suites installed as plugins (entry point group '{SUITES}').", no_args_is_help=True
 )
-
-
-class MemoryBlobs:
-    """Blobs kept in memory for one check: nothing of a check run is stored."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
-        sha = hashlib.sha256(data).hexdigest()
-        self.data[sha] = data
-        return BlobRef(sha256=sha, size=len(data), media_type=media_type)
-
-    def get(self, address: BlobRef) -> bytes:
-        return self.data[address.sha256]
 
 
 @dataclass
@@ -79,10 +63,7 @@ def _episode(
 
 def check_suite(name: str, limit: int | None = None, progress: Progress | None = None) -> CheckReport:
     """Run the suite's tasks with the gold and the empty policy through the runner, and its own loop."""
-    factory = plugins.load(SUITES, name)
-    if factory is None:
-        raise plugins.PluginError(f"no suite {name!r} is installed (entry point group {SUITES})")
-    suite = factory()
+    suite = plugins.make_suite(name)
     backend = plugins.make_backend(suite.backend)
     judge = plugins.judge(suite.backend)
     if judge is None:
@@ -140,10 +121,8 @@ def list_suites() -> None:
     """The installed suites: name, backend and task count (what `flywheel run --external-suite` takes)."""
     for name in sorted(plugins.entry_points(SUITES)):
         try:
-            factory = plugins.load(SUITES, name)
-            suite = factory() if factory is not None else None
+            suite = plugins.make_suite(name)
         except plugins.PluginError as exc:
             typer.echo(f"{name}: failed to load ({exc})")
             continue
-        if suite is not None:
-            typer.echo(f"{name}: backend {suite.backend}, {len(suite.tasks())} tasks")
+        typer.echo(f"{name}: backend {suite.backend}, {len(suite.tasks())} tasks")

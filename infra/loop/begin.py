@@ -29,10 +29,7 @@ def external_dev_tasks(suites: tuple[str, ...], run_id: str, per_suite: int | No
 
     tasks: list[TaskSpecified] = []
     for name in suites:
-        loaded = plugins.load(plugins.SUITES, name)
-        if loaded is None:
-            raise ValueError(f"no suite {name!r} is installed (flywheel suites list)")
-        chosen = sorted(loaded().tasks(), key=lambda t: t.task_id)[:per_suite]
+        chosen = sorted(plugins.make_suite(name).tasks(), key=lambda t: t.task_id)[:per_suite]
         tasks += [t.model_copy(update={"split": "dev", "run_id": run_id}) for t in chosen]
     return tasks
 

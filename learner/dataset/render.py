@@ -8,12 +8,10 @@ episode is not trained on.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bus_schemas.actions import SubagentSpawn
-from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import Event
 from bus_schemas.events.episodes import ContextBuilt
 from bus_schemas.events.tasks import TaskSpecified
@@ -24,6 +22,7 @@ from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
 from harness_service.user.simulator import ScriptedUser
+from infra.blobs.memory import MemoryBlobs
 from learner.dataset.episodes import EpisodeLog, EpisodeRecord
 from producers.backends import plugins
 from producers.backends.base import Backend
@@ -46,16 +45,6 @@ class RenderedStep:
     output: str
     valid: bool
     """False for an output the harness rejected (a training target for RL, never for SFT)."""
-
-
-class _CaptureBlobs:
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def put(self, data: bytes, media_type: str) -> BlobRef:
-        digest = hashlib.sha256(data).hexdigest()
-        self.data[digest] = data
-        return BlobRef(sha256=digest, size=len(data), media_type=media_type)
 
 
 def _execution_order(log: EpisodeLog, record: EpisodeRecord) -> Iterator[tuple[EpisodeRecord, int]]:
@@ -105,7 +94,7 @@ def rerender_episode(
         raise RenderMismatch(f"{episode_id}: task {record.started.task_id} is not in the log")
     order = list(_execution_order(log, record))
     script = [_output(rec, step, read) for rec, step in order]
-    blobs, replayed = _CaptureBlobs(), list[Event]()
+    blobs, replayed = MemoryBlobs(), list[Event]()
     replies = [record.user_replies[step] for step in sorted(record.user_replies)]
     harness = Harness(
         config=config,

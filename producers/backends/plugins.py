@@ -150,6 +150,15 @@ def offered_factories(configured: tuple[str, ...] = ("llm_sim", "device")) -> di
     return factories
 
 
+def make_suite(name: str) -> Any:
+    """The external suite registered as ``name`` (``planner_flywheel.suites``): an object with ``backend``,
+    ``tasks(limit)``, ``gold(task)`` and ``native(task)``; PluginError when none is installed or it fails to load."""
+    factory = load(SUITES, name)
+    if factory is None:
+        raise PluginError(f"no suite {name!r} is installed (entry point group {SUITES}; see flywheel suites list)")
+    return factory()
+
+
 def make_backend(name: str, *args: Any, **kwargs: Any) -> Backend:
     """A new instance of the backend registered as ``name``."""
     return backend_factory(name)(*args, **kwargs)
