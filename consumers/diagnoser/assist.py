@@ -126,12 +126,10 @@ def load_assist(
 
 
 def _served(ref: str, ports: Ports, cache_dir: Path) -> Completer:
+    from consumers.common.model_policy import model_policy
     from harness_service.context.messages import ChatMessage
-    from infra.config import load_settings
-    from producers.rollout.versions import VersionResolver
 
-    inference = load_settings().inference_port()
-    policy = VersionResolver(ports.registry, ports.bus, cache_dir, inference).policy(ref)(None)  # type: ignore[arg-type]
+    policy = model_policy(ref, ports.registry, ports.bus, cache_dir)
 
     def complete(text: str) -> str:
         return policy.generate([ChatMessage(role="user", content=text)]).text

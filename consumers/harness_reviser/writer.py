@@ -93,11 +93,9 @@ def clean_note(tool: str, reply: str) -> str | None:
 def load_writer(ref: str, registry, bus, cache_dir: Path, inference: Inference | None = None) -> ModelWriter:
     """A writer over the model ``ref`` (``models:/name@alias``, ``name/N`` or ``local:/path``), loaded once and served
     by ``inference`` (default: the process's inference port, ``FLYWHEEL_INFERENCE``, as the rollout workers')."""
-    from infra.config import load_settings
-    from producers.rollout.versions import SCRIPTED, VersionResolver
+    from consumers.common.model_policy import model_policy
+    from producers.rollout.versions import SCRIPTED
 
     if ref in SCRIPTED:
         raise ValueError(f"{ref!r} is a per-task scripted policy; give the reviser a model ref")
-    port = inference if inference is not None else load_settings().inference_port()
-    factory = VersionResolver(registry, bus, cache_dir, port).policy(ref)
-    return ModelWriter(factory(None))  # type: ignore[arg-type]  # model policies ignore the task
+    return ModelWriter(model_policy(ref, registry, bus, cache_dir, inference))
