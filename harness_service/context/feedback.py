@@ -28,16 +28,25 @@ def _without_empty(value: object) -> object:
     return value
 
 
+def _for_the_model(result: object) -> object:
+    """A result as the compact profile shows it: without empty fields, and a sub-agent's result without its child's
+    episode id (random per run, so identical demonstrations trained on different tokens; the event keeps it)."""
+    kept = _without_empty(result)
+    if isinstance(kept, dict) and kept.get("kind") == "subagent_result":
+        kept.pop("child_episode_id", None)
+    return kept
+
+
 def render_observation(observation: Observation, limit: int, style: ObservationStyle = "full") -> str:
     """Canonical compact JSON of the observation, clipped to ``limit`` characters.
 
     ``full``: ``ok``, the result or error, the state changes and flags. ``result``: the result (without empty
-    fields) or the error, and flags (a compact harness profile for small models)."""
+    fields and record-only ids) or the error, and flags (a compact harness profile for small models)."""
     payload: dict[str, object] = {} if style == "result" else {"ok": observation.ok}
     if observation.error is not None:
         payload["error"] = observation.error.model_dump(mode="json")
     else:
-        payload["result"] = _without_empty(observation.result) if style == "result" else observation.result
+        payload["result"] = _for_the_model(observation.result) if style == "result" else observation.result
     if observation.changes and style == "full":
         payload["changes"] = [c.model_dump(mode="json") for c in observation.changes]
     if observation.flags:

@@ -144,6 +144,11 @@ def test_result_style_observations_drop_changes_and_empty_fields_but_keep_errors
         '{"error":{"code":"not_found","message":"no note n9","retryable":false},"flags":["retryable"]}'
     )
     assert render_observation(Observation(result=[{"a": None}, 0, False]), 4000, "result") == '{"result":[{},0,false]}'
+    spawned = {"child_episode_id": "f2302141-0426-5202-a209-4e9d01c43da9", "kind": "subagent_result", "success": True}
+    assert render_observation(Observation(result={**spawned, "summary": "Seville"}), 4000, "result") == (
+        '{"result":{"kind":"subagent_result","success":true,"summary":"Seville"}}'  # no run-specific id
+    )
+    assert '"child_episode_id":"f23' in render_observation(Observation(result=spawned), 4000)
 
 
 @settings(max_examples=500, deadline=None)

@@ -8,6 +8,8 @@ import pytest
 
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import decode_context, encode_context, render_messages
+from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
+from infra.events import ensure_topics
 from learner.config import LearnerConfig, tiny_harness
 from learner.dataset import build_dataset, read_log
 from learner.dataset.coldstart import seed_cold_start
@@ -94,6 +96,29 @@ def test_digest_and_offsets_pin_the_data_and_parquet_round_trips(seeded, tmp_pat
     assert table["prompt"] == [e.prompt for e in first.examples]
     seed_cold_start(ports, sample_tasks(1)[:1], tiny_harness(), skills(), run_id="more", publish_tasks=False)
     assert build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get).digest != first.digest
+
+
+def test_examples_come_in_an_order_that_does_not_depend_on_the_runs_episode_ids(seeded, tmp_path: Path) -> None:
+    """The same demonstrations seeded again (fresh random episode ids, published in the reverse order) give the same
+    examples in the same order, so the trainer's seeded shuffle sees the same data: the same draw trains alike."""
+    ports, config = seeded
+    configs = {harness_version(config): config.harness}
+    first = build_dataset(read_log(ports.bus), configs, skills(), ports.blobs.get)
+    again = Ports(
+        bus=open_bus(f"sqlite:///{tmp_path}/again.db?session_timeout_s=1.5"),
+        blobs=open_blob_store(f"file:///{tmp_path}/again-blobs"),
+        registry=open_registry(f"sqlite:///{tmp_path}/again-mlflow.db"),
+    )
+    try:
+        ensure_topics(again.bus)
+        seed_cold_start(again, sample_tasks()[::-1], config.harness, skills(), run_id="run-dataset-test")
+        second = build_dataset(read_log(again.bus), configs, skills(), again.blobs.get)
+    finally:
+        again.close()
+    assert {e.episode_id for e in first.examples}.isdisjoint(e.episode_id for e in second.examples)
+    same = [(e.task_id, e.step, e.prompt, e.completion) for e in first.examples]
+    assert same == [(e.task_id, e.step, e.prompt, e.completion) for e in second.examples]
+    assert [e.task_id for e in first.examples] == sorted(e.task_id for e in first.examples)
 
 
 def test_loss_covers_only_the_models_output_and_its_end_token() -> None:
