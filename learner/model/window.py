@@ -3,8 +3,10 @@ tokenizer's own chat template."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -115,7 +117,11 @@ class PromptWindow:
 def end_of_turn(tokenizer: Any) -> int:
     """The end-of-turn token of a tokenizer's chat template (``<|im_end|>`` for Qwen, ``<|eot_id|>`` for Llama 3):
     the first token the template writes after an assistant message's content; the tokenizer's EOS if it writes none.
-    """
+    Found once per tokenizer object (every completion and every decode asks for it)."""
+    try:
+        return _END_OF_TURN[tokenizer]
+    except (KeyError, TypeError):
+        pass
     marker = "\x00planner-flywheel\x00"
     rendered = tokenizer.apply_chat_template(
         [{"role": "user", "content": "?"}, {"role": "assistant", "content": marker}], tokenize=False
@@ -123,25 +129,44 @@ def end_of_turn(tokenizer: Any) -> int:
     after = rendered[rendered.rindex(marker) + len(marker) :].strip()
     ids = _encode(tokenizer, after) if after else []
     if ids:
-        return ids[0]
-    if tokenizer.eos_token_id is None:
+        found = ids[0]
+    elif tokenizer.eos_token_id is None:
         raise ValueError("the chat template ends an assistant turn with nothing and the tokenizer has no EOS token")
-    return int(tokenizer.eos_token_id)
+    else:
+        found = int(tokenizer.eos_token_id)
+    with contextlib.suppress(TypeError):  # an object that takes no weak reference is asked again next time
+        _END_OF_TURN[tokenizer] = found
+    return found
+
+
+_END_OF_TURN: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def _templated_prompt(tokenizer: Any, messages_text: str, budget: int) -> list[int]:
     """The tokenizer's chat template over the messages, with the generation prompt; turns after the task turn are
     dropped oldest first, an action with its feedback at a time (so roles still alternate), while it is over
     ``budget`` tokens and older turns than the newest action and feedback remain; then the newest ``budget`` tokens
-    are kept."""
+    are kept. The number of pairs to drop is found by bisection: a few renders, not one per dropped pair."""
     messages = [m.model_dump() for m in parse_messages(messages_text)]
     first = next((i for i, m in enumerate(messages) if m["role"] == "user"), len(messages))
-    while True:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        ids = _encode(tokenizer, text)
-        if len(ids) <= budget or len(messages) - (first + 1) < 4:
-            return ids[-budget:]
-        del messages[first + 1 : first + 3]
+
+    def render(dropped: int) -> list[int]:
+        kept = messages[: first + 1] + messages[first + 1 + 2 * dropped :]
+        return _encode(tokenizer, tokenizer.apply_chat_template(kept, tokenize=False, add_generation_prompt=True))
+
+    ids = render(0)
+    most = max(0, (len(messages) - (first + 1) - 2) // 2)  # keep the newest action with its feedback
+    if len(ids) <= budget or most == 0:
+        return ids[-budget:]
+    low, high, fits = 1, most, None  # the fewest dropped pairs that fit, or ``most`` when none does
+    while low <= high:
+        middle = (low + high) // 2
+        rendered = render(middle)
+        if len(rendered) <= budget:
+            fits, high = rendered, middle - 1
+        else:
+            low = middle + 1
+    return (fits if fits is not None else render(most))[-budget:]
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:

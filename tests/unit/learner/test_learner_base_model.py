@@ -88,6 +88,16 @@ def test_the_prompt_is_rendered_with_the_checkpoints_own_template_and_ends_on_it
     kept = tokenizer.decode(newest_two)
     assert kept.startswith("<|begin_of_text|><|start_header_id|>system") and "Set an alarm for 07:30." in kept
     assert "user turn 5" in kept and "turn 3" not in kept  # whole old turns dropped; the task and newest kept
+    for budget in range(len(newest_two) - 5, len(window.prompt_ids(tokenizer, long)) + 5, 7):  # bisection = one by one
+        every = [m.model_dump() for m in [*messages, *history]]
+        while True:
+            text = tokenizer.apply_chat_template(every, tokenize=False, add_generation_prompt=True)
+            ids = tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) <= budget or len(every) - 2 < 4:
+                break
+            del every[2:4]
+        cut = PromptWindow(max_prompt_tokens=budget, max_new_tokens=8, chat_template=True)
+        assert cut.prompt_ids(tokenizer, long) == list(ids)[-budget:], budget
     with pytest.raises(ValueError, match="goal_tokens"):
         PromptWindow(max_prompt_tokens=512, goal_tokens=64, chat_template=True)
 
