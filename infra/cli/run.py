@@ -140,6 +140,7 @@ def run(
     from infra.loop.config import LoopConfig
     from infra.loop.config import profile as loop_profile
     from infra.loop.run import run_loop
+    from infra.report.write import versus_previous
     from learner.config import for_base_model
     from learner.model.lora import LoraSettings
 
@@ -194,6 +195,12 @@ def run(
         f"[bold]dev Overall per round:[/] {overall}   ({result.wall_time_s / 60:.1f} min, "
         f"{result.dead_letters} dead letters)"
     )
+    paired = [f"round {r.round} {versus_previous(r)}" for r in result.report.rounds if r.dev_vs_previous]
+    if paired:
+        console.print(
+            "[bold]each round's model vs the previous round's[/] (same dev tasks and seeds; paired delta [95%] "
+            f"won/lost): {'; '.join(paired)}"
+        )
     console.print(f"report: {result.report_html}")
     console.print(
         f"mlflow: run {result.mlflow_run_id} (experiment {loop.learner.model_name}) "

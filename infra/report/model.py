@@ -24,13 +24,14 @@ from bus_schemas.events import (
     RewardScheduleSelected,
     RolloutRequested,
     RoundCompleted,
+    TaskSpecified,
     TrainingRunCompleted,
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
     is_scripted,
 )
-from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
+from consumers.dev_evaluator.handler import AB_DECIDER, compare_paired, kind_of, model_ref, outcomes
 from infra.config import mask_credentials
 
 CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
@@ -52,6 +53,10 @@ class RoundRow:
     """Success on external suites' dev tasks by suite backend (``LoopConfig.external_suites``); not in Overall."""
     dev_model_version: str | None = None
     dev_harness_version: str | None = None
+    dev_vs_previous: dict[str, Any] | None = None
+    """This round's model against the previous round's on the dev tasks both ran (same instances and seeds): the
+    paired Overall ``delta`` with its bootstrap ``interval``, tasks ``won`` / ``lost`` and the ``versus`` model.
+    Whether dev rose is read here: a delta whose interval spans 0 is within the noise of the dev split."""
     dev_tokens_per_task: float | None = None
     dev_tool_calls_per_task: float | None = None
     revision_dev_overall: float | None = None
@@ -146,6 +151,43 @@ def revision_rows(events: Iterable[Event], read_patch: PatchReader | None = None
             }
         )
     return rows
+
+
+def _round_over_round(
+    run_id: str, events: list[Event], rows: dict[int, RoundRow], verified: dict[str, EpisodeVerified]
+) -> dict[int, dict[str, Any]]:
+    """Round -> its model's paired dev comparison with the previous round's model (``RoundRow.dev_vs_previous``),
+    from the model evaluations' own episodes: the dev split's tasks of the Overall (external suites excluded)."""
+    tasks = {e.task_id: e for e in events if isinstance(e, TaskSpecified)}
+    requests: dict[tuple[int, str], list[RolloutRequested]] = defaultdict(list)
+    for event in events:
+        if isinstance(event, RolloutRequested) and event.round is not None and kind_of(event.group_id) == "model":
+            task = tasks.get(event.task_id)
+            if task is not None and task.split == "dev" and task.source.kind != "external":
+                requests[(event.round, event.policy_version)].append(event)
+    solved: dict[int, tuple[str, dict[str, bool]]] = {}
+    for number, r in rows.items():
+        for (at, policy), asked in requests.items():
+            name, version = model_ref(policy)
+            if at == number and r.dev_model_version == f"{name}/{version}":
+                solved[number] = (r.dev_model_version, outcomes(asked, verified))
+    compared: dict[int, dict[str, Any]] = {}
+    for number in sorted(solved):
+        if number - 1 not in solved:
+            continue
+        (before_model, before), (model, after) = solved[number - 1], solved[number]
+        category = {t: tasks[t].category for t in set(before) | set(after)}
+        paired = compare_paired(before, after, category, seed=f"{run_id}|{before_model}|{model}")
+        if paired is not None:
+            compared[number] = {
+                "versus": before_model,
+                "delta": paired.delta,
+                "interval": [paired.low, paired.high],
+                "won": paired.wins,
+                "lost": paired.losses,
+                "tasks": paired.tasks,
+            }
+    return compared
 
 
 @dataclass
@@ -271,6 +313,8 @@ def build_report(
                 solved
             )
             r.tool_calls_per_solved = sum(e.tool_calls for e in solved) / len(solved)
+    for number, paired in _round_over_round(run_id, events, rows, verified).items():
+        row(number).dev_vs_previous = paired
     for number, counts in failures.items():
         row(number).failures = dict(sorted(counts.items()))
     for number, stages in (stage_seconds or {}).items():

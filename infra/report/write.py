@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 
-from infra.report.model import CATEGORIES, RunReport  # noqa: E402
+from infra.report.model import CATEGORIES, RoundRow, RunReport  # noqa: E402
 
 
 def _plot_dev(report: RunReport, path: Path) -> None:
@@ -100,6 +100,7 @@ def _table(report: RunReport) -> str:
     head = (
         "round",
         "dev Overall",
+        "vs previous round [95%] won/lost",
         *CATEGORIES,
         "episodes",
         "solved",
@@ -120,6 +121,7 @@ def _table(report: RunReport) -> str:
         cells = (
             r.round,
             "" if r.dev_overall is None else f"{r.dev_overall:.3f}",
+            versus_previous(r),
             *(f"{r.dev_per_category[c]:.3f}" if c in r.dev_per_category else "" for c in CATEGORIES),
             r.episodes,
             r.solved,
@@ -137,6 +139,15 @@ def _table(report: RunReport) -> str:
         )
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+
+
+def versus_previous(row: RoundRow) -> str:
+    """``+0.031 [-0.012, +0.075] 3/1`` for a round whose model was compared with the previous round's on dev."""
+    paired = row.dev_vs_previous
+    if paired is None:
+        return ""
+    low, high = paired["interval"]
+    return f"{paired['delta']:+.3f} [{low:+.3f}, {high:+.3f}] {paired['won']}/{paired['lost']}"
 
 
 def _figure(value: float | None, signed: bool = False) -> str:

@@ -178,3 +178,61 @@ def test_each_round_lists_its_revisions_with_their_basis_and_paired_ab(tmp_path)
     page = html_path.read_text()
     assert "Harness revisions" in page and "rev-harm" in page and "-0.125 [-0.225, -0.025]" in page
     assert "not promoted" in page and "set_tool_note" in page and "&quot;tool_top_k&quot;: 0" in page
+
+
+def test_each_rounds_model_is_compared_with_the_previous_rounds_on_the_same_dev_tasks(tmp_path):
+    """Round 1's model solves two dev tasks round 0's did not and loses one: the paired delta counts only those,
+    with an interval; test-split tasks, harness evaluations and external suites stay out of it."""
+    from consumers.dev_evaluator.handler import group_id
+
+    def task(task_id: str, category: str, split: str = "dev", kind: str = "template") -> object:
+        source = EX["TaskSpecified"].source.model_copy(update={"kind": kind})
+        return _e("TaskSpecified", 0, task_id=task_id, category=category, split=split, source=source)
+
+    def asked(round_: int, policy: str, task_id: str, won: bool, kind: str = "model") -> list:
+        episode = f"ep-{round_}-{policy}-{kind}-{task_id}"
+        request = _e(
+            "RolloutRequested",
+            round_,
+            task_id=task_id,
+            episode_id=episode,
+            policy_version=policy,
+            group_id=group_id(kind, policy, "tiny-planner/1"),  # type: ignore[arg-type]
+        )
+        return [request, _episode(round_, episode, won, 10, 1)[1]]
+
+    def evaluated(round_: int, version: str) -> object:
+        return _dev(round_, 0.5).model_copy(update={"model_version": version})  # type: ignore[attr-defined]
+
+    dev = {"t1": "tool_use", "t2": "tool_use", "m1": "memory", "m2": "memory"}
+    before = {"t1": True, "t2": False, "m1": False, "m2": True}
+    after = {"t1": True, "t2": True, "m1": True, "m2": False}
+    events = [
+        *(task(t, c) for t, c in dev.items()),
+        task("x1", "tool_use", split="test"),
+        task("ext", "tool_use", kind="external"),
+        evaluated(0, "1"),
+        evaluated(1, "2"),
+        *(e for t, won in before.items() for e in asked(0, "planner/1", t, won)),
+        *(e for t, won in after.items() for e in asked(1, "planner/2", t, won)),
+        *asked(0, "planner/1", "x1", False),  # the test split: not dev
+        *asked(1, "planner/2", "x1", True),
+        *asked(0, "planner/1", "ext", False),  # an external suite: not in Overall
+        *asked(1, "planner/2", "ext", True),
+        *(e for t in dev for e in asked(1, "planner/2", t, True, kind="harness")),  # a revision's evaluation
+    ]
+    zero, one = build_report("run-1", events).rounds
+    assert zero.dev_vs_previous is None
+    paired = one.dev_vs_previous
+    assert paired is not None and (paired["versus"], paired["tasks"], paired["won"], paired["lost"]) == (
+        "planner/1",
+        4,
+        2,
+        1,
+    )
+    assert paired["delta"] == pytest.approx(0.5 * (1.0 - 0.5) + 0.2 * (0.5 - 0.5))  # Overall weights; memory 1-1
+    low, high = paired["interval"]
+    assert low <= paired["delta"] <= high and low < high
+    html_path = write_report(build_report("run-1", events), tmp_path / "runs" / "run-1")
+    assert f"{paired['delta']:+.3f} [{low:+.3f}, {high:+.3f}] 2/1" in html_path.read_text()
+    assert json.loads((html_path.parent / "report.json").read_text())["rounds"][1]["dev_vs_previous"]["won"] == 2
