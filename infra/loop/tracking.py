@@ -61,11 +61,21 @@ def start_parent_run(registry: Registry, config: LoopConfig, run_id: str, urls: 
 
 
 def round_metrics(row: RoundRow) -> dict[str, float]:
-    """What a tracker charts per round: dev Overall and categories, curation, cost per solved task, self share."""
+    """What a tracker charts per round: dev Overall and categories, the paired change from the previous round's
+    model with its interval, curation, cost per solved task, self share."""
     values: dict[str, float | int | None] = {
         "dev_overall": row.dev_overall,
         **{f"dev_{k}": v for k, v in row.dev_per_category.items()},
         "revision_dev_overall": row.revision_dev_overall,
+        **(
+            {
+                "dev_delta_vs_previous": row.dev_vs_previous["delta"],
+                "dev_delta_vs_previous_low": row.dev_vs_previous["interval"][0],
+                "dev_delta_vs_previous_high": row.dev_vs_previous["interval"][1],
+            }
+            if row.dev_vs_previous
+            else {}
+        ),
         "episodes": row.episodes,
         "solved": row.solved,
         "admitted": row.admitted,

@@ -207,7 +207,15 @@ def test_the_parent_run_gets_per_round_metrics_and_the_report(registry, tmp_path
     parent = start_parent_run(registry, LoopConfig(learner=LearnerConfig(model_name=name)), run_id, URLS)
     rows = [
         RoundRow(round=0, dev_overall=0.25, dev_per_category={"tool_use": 0.5}, admitted=40, rejected=3),
-        RoundRow(round=1, dev_overall=0.5, admitted=12, admitted_self=6, train_examples=60, train_examples_self=15),
+        RoundRow(
+            round=1,
+            dev_overall=0.5,
+            dev_vs_previous={"versus": "p/1", "delta": 0.25, "interval": [-0.05, 0.5], "won": 3, "lost": 1, "tasks": 8},
+            admitted=12,
+            admitted_self=6,
+            train_examples=60,
+            train_examples_self=15,
+        ),
     ]
     out = tmp_path / "report"
     out.mkdir()
@@ -219,6 +227,8 @@ def test_the_parent_run_gets_per_round_metrics_and_the_report(registry, tmp_path
     assert registry.metric_history(parent, "admitted") == [(0, 40.0), (1, 12.0)]
     assert registry.metric_history(parent, "self_generated_share") == [(1, 0.25)]
     assert registry.metric_history(parent, "dev_tool_use") == [(0, 0.5)]
+    assert registry.metric_history(parent, "dev_delta_vs_previous") == [(1, 0.25)]
+    assert registry.metric_history(parent, "dev_delta_vs_previous_low") == [(1, -0.05)]
     assert registry.get_run(parent).status == "FINISHED"
     local = registry.download_artifacts(parent, "report", tmp_path / "download")
     assert (local / "report.html").read_text() == "<html>report</html>" and (local / "report.json").is_file()
