@@ -48,6 +48,9 @@ class LearnerConfig(BaseModel):
     """Train LoRA adapters (peft) instead of every weight, in SFT and RL; checkpoints are saved merged."""
     chat_template: bool = False
     """Prompt with the tokenizer's own chat template (``PromptWindow.chat_template``) instead of ChatML."""
+    native_tools: bool = False
+    """With ``chat_template``: each step's tools also go to the template's ``tools`` in the checkpoint's own tool
+    format (``PromptWindow.native_tools``), in training and decoding, as a server renders a request's ``tools``."""
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     vocab_size: Annotated[int, Field(ge=300)] = 1024
     """Small, so names and values the model never saw still split into pieces it has produced; 1,024 rather than
@@ -102,7 +105,8 @@ class LearnerConfig(BaseModel):
 
 def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSettings | None = None) -> LearnerConfig:
     """``config`` set up for a checkpoint the user brings (``flywheel run --base-model``): the full default harness
-    (not the tiny model's compact profile), prompts rendered with the checkpoint's own chat template in a
+    (not the tiny model's compact profile), prompts rendered with the checkpoint's own chat template and the step's
+    tools in its own tool format (``native_tools``) in a
     4,096-token window, no copy bias, and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
     rate = 1e-5 if lora is None else 2e-4
     return config.model_copy(
@@ -110,6 +114,7 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
             "base_checkpoint": checkpoint,
             "lora": lora,
             "chat_template": True,
+            "native_tools": True,
             "harness": HarnessConfig(),
             "max_prompt_tokens": 4096,
             "max_new_tokens": 256,

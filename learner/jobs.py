@@ -78,6 +78,7 @@ def window(config: LearnerConfig) -> PromptWindow:
         copy_bias=config.copy_bias,
         constrained_actions=config.constrained_actions,
         chat_template=config.chat_template,
+        native_tools=config.native_tools,
     )
 
 
@@ -127,7 +128,9 @@ def current_dataset(ports: Ports, config: LearnerConfig) -> DatasetBuild:
         _label(harness): harness for harness in (HarnessConfig(), tiny_harness(), config.harness)
     }  # the defaults of `flywheel train seed` (tiny) and of rollout workers, and the learner's own
     resolve = harness_resolver(known, ports.registry)
-    return build_dataset(log, resolve, skills(), ports.blobs.get, self_weight=config.self_weight)
+    return build_dataset(
+        log, resolve, skills(), ports.blobs.get, self_weight=config.self_weight, with_tools=config.native_tools
+    )
 
 
 def _training_rows(config: LearnerConfig, data: DatasetBuild) -> list[Example]:

@@ -9,7 +9,9 @@ from learner.model.factory import TinyModelConfig, build_tiny_model, save_checkp
 from learner.model.tokenizer import train_tokenizer
 
 LLAMA_STYLE = (
-    "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
+    "{{ bos_token }}{% if tools %}<|start_header_id|>tools<|end_header_id|>\n\n"
+    "{% for tool in tools %}{{ tool['function']['name'] }}\n{% endfor %}<|eot_id|>{% endif %}"
+    "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
     "{{ message['content'] }}<|eot_id|>{% endfor %}"
     "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
 )

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 from bus_schemas.events import is_scripted
+from harness_service.actions.native import function_tools
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import render_messages
 from harness_service.skills.library import SkillLibrary
@@ -33,6 +34,12 @@ class Example:
     prompt: str
     completion: str
     weight: float
+    tools: str = ""
+    """The step's tools as the JSON array of OpenAI function schemas (``actions.native.function_tools``) a
+    tool-calling window renders with the prompt; empty unless the build was asked for them (``with_tools``)."""
+
+    def functions(self) -> list[dict[str, object]]:
+        return orjson.loads(self.tools) if self.tools else []
 
 
 @dataclass
@@ -104,11 +111,15 @@ def build_dataset(
     read: BlobReader,
     *,
     self_weight: float = 1.0,
+    with_tools: bool = False,
 ) -> DatasetBuild:
     """Every model turn of the selected top-level episodes, re-rendered and verified byte for byte.
 
     ``self_weight`` multiplies the weight of the model's own episodes (not a scripted policy's): the loop's new
     evidence against the cold start's demonstrations.
+
+    ``with_tools``: each example also keeps its step's tools (``Example.tools``), for a window that renders them
+    (``PromptWindow.native_tools``).
 
     ``configs`` maps a harness version (as recorded in EpisodeStarted) to its config, as a mapping or a
     resolver; episodes of an unknown version, or whose replay differs from the record, are skipped with
@@ -143,7 +154,16 @@ def build_dataset(
             build.model_episodes.add(episode_id)
         scaled = weight * _plan_weight(log, task.task_id) * (self_weight if own else 1.0)
         build.examples.extend(
-            Example(s.episode_id, task.task_id, s.step, task.category, render_messages(s.messages), s.output, scaled)
+            Example(
+                s.episode_id,
+                task.task_id,
+                s.step,
+                task.category,
+                render_messages(s.messages),
+                s.output,
+                scaled,
+                orjson.dumps(function_tools(s.tools)).decode() if with_tools else "",
+            )
             for s in steps
             if s.valid
         )

@@ -8,7 +8,7 @@ episode is not trained on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from bus_schemas.actions import SubagentSpawn
@@ -18,6 +18,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import ChatMessage, decode_context
 from harness_service.memory.store import MemoryStore
+from harness_service.policy.base import PolicyOutput
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
@@ -25,7 +26,7 @@ from harness_service.user.simulator import ScriptedUser
 from infra.blobs.memory import MemoryBlobs
 from learner.dataset.episodes import EpisodeLog, EpisodeRecord
 from producers.backends import plugins
-from producers.backends.base import Backend
+from producers.backends.base import Backend, ToolSpec
 
 BlobReader = Callable[[str], bytes]
 """Reads a blob by sha256 (the learner's view of the blob store)."""
@@ -45,6 +46,24 @@ class RenderedStep:
     output: str
     valid: bool
     """False for an output the harness rejected (a training target for RL, never for SFT)."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools the harness offered the policy at this step (what a tool-calling policy gets as ``tools``)."""
+
+
+class _Replay:
+    """The recorded outputs fed back in order (a ``ScriptedPolicy``), noting the tools offered at each call."""
+
+    def __init__(self, script: list[str]) -> None:
+        self._script = ScriptedPolicy(script, "replay")
+        self.name = self.model = self._script.name
+        self.offered: list[tuple[ToolSpec, ...]] = []
+
+    def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
+        return self._script.generate(messages)
+
+    def generate_with_tools(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput:
+        self.offered.append(tuple(tools))
+        return self._script.generate(messages)
 
 
 def _execution_order(log: EpisodeLog, record: EpisodeRecord) -> Iterator[tuple[EpisodeRecord, int]]:
@@ -96,9 +115,10 @@ def rerender_episode(
     script = [_output(rec, step, read) for rec, step in order]
     blobs, replayed = MemoryBlobs(), list[Event]()
     replies = [record.user_replies[step] for step in sorted(record.user_replies)]
+    replay = _Replay(script)
     harness = Harness(
         config=config,
-        policy=ScriptedPolicy(script, "replay"),
+        policy=replay,
         blobs=blobs,
         events=replayed.append,
         skills=skills,
@@ -111,10 +131,11 @@ def rerender_episode(
     if len(contexts) < len(order):
         raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")
     steps = []
-    for (rec, step), built, output in zip(order, contexts, script, strict=False):
+    offered = replay.offered + [()] * (len(order) - len(replay.offered))
+    for (rec, step), built, output, tools in zip(order, contexts, script, offered, strict=False):
         recorded = rec.contexts[step].context.sha256
         if built.context.sha256 != recorded:
             raise RenderMismatch(f"{rec.episode_id} step {step}: re-rendered context differs from the recorded blob")
         messages = tuple(decode_context(blobs.data[recorded]))
-        steps.append(RenderedStep(rec.episode_id, step, messages, output, step in rec.actions))
+        steps.append(RenderedStep(rec.episode_id, step, messages, output, step in rec.actions, tools))
     return steps

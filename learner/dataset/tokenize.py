@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from learner.dataset.build import Example
@@ -10,13 +10,19 @@ from learner.model.policy import PromptWindow
 
 
 def tokenize_example(
-    tokenizer: Any, window: PromptWindow, prompt: str, completion: str, completion_ids: list[int] | None = None
+    tokenizer: Any,
+    window: PromptWindow,
+    prompt: str,
+    completion: str,
+    completion_ids: list[int] | None = None,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, list[int]]:
     """``input_ids`` and a ``completion_mask`` (1 on the output and its ``<|im_end|>``, 0 on the prompt).
 
-    ``completion_ids``: the ids the policy actually sampled (else the completion text is tokenized).
+    ``completion_ids``: the ids the policy actually sampled (else the completion text is tokenized). ``tools``: the
+    step's function schemas, rendered as the policy renders them (``PromptWindow.native_tools``).
     """
-    prompt_ids = window.prompt_ids(tokenizer, prompt)
+    prompt_ids = window.prompt_ids(tokenizer, prompt, tools)
     if completion_ids is None:
         completion_ids = window.completion_ids(tokenizer, completion)
     return {
@@ -34,6 +40,6 @@ def tokenize_examples(tokenizer: Any, window: PromptWindow, examples: Sequence[E
 
     rows = []
     for example in examples:
-        row = tokenize_example(tokenizer, window, example.prompt, example.completion)
+        row = tokenize_example(tokenizer, window, example.prompt, example.completion, tools=example.functions())
         rows.extend([row] * max(1, round(example.weight)))
     return Dataset.from_list(rows)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness_service.actions.native import function_tools
 from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput, SampledTokens
 from learner.model.constrained import ActionConstraint, extra_alphabet
@@ -81,15 +82,18 @@ class PlannerPolicy:
         )
 
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
-        return self._generate(messages, None)
+        return self._generate(messages, None, ())
 
     def generate_with_tools(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput:
-        """``generate``; with the window's ``constrained_actions`` and greedy decoding, the action is held to the
+        """``generate``; the window's ``native_tools`` renders the step's tools as function schemas in the chat
+        template's own tool format (as a server would from a request's ``tools``). With ``constrained_actions`` and
+        greedy decoding, the action is held to the
         step's tools and the action schema (``learner.model.constrained``). Sampled decoding (RL) is never
         constrained: its recorded log-probs stay those of the model's own distribution."""
+        functions = function_tools(tools) if self.window.native_tools else []
         if not self.window.constrained_actions or self.temperature > 0:
-            return self._generate(messages, None)
-        return self._generate(messages, ActionConstraint(tools, self._vocabulary()[1]))
+            return self._generate(messages, None, functions)
+        return self._generate(messages, ActionConstraint(tools, self._vocabulary()[1]), functions)
 
     def _vocabulary(self) -> tuple[list[str], str]:
         """Each token's text, and the characters beyond printable ASCII they hold (built once)."""
@@ -98,11 +102,16 @@ class PlannerPolicy:
             self._pieces = (pieces, extra_alphabet(pieces))
         return self._pieces
 
-    def _generate(self, messages: Sequence[ChatMessage], constraint: ActionConstraint | None) -> PolicyOutput:
+    def _generate(
+        self,
+        messages: Sequence[ChatMessage],
+        constraint: ActionConstraint | None,
+        functions: Sequence[Mapping[str, Any]],
+    ) -> PolicyOutput:
         import torch
 
         rendered = render_messages(messages)
-        ids = self.window.prompt_ids(self.tokenizer, rendered)
+        ids = self.window.prompt_ids(self.tokenizer, rendered, functions)
         prompt = torch.tensor([ids], device=self.network.device)
         end = self.window.end_id(self.tokenizer)
         self.network.eval()

@@ -7,7 +7,7 @@ import contextlib
 import json
 import re
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,11 @@ class PromptWindow:
     end-of-turn token. Too long a prompt drops whole turns after the task turn, oldest first (the system turn and
     the task always stay), then keeps the newest ``max_prompt_tokens``; ``goal_tokens``/``system_tokens`` apply to
     ChatML only. Training and decoding both go through ``prompt_ids``/``completion_ids``, so they stay identical."""
+    native_tools: bool = False
+    """With ``chat_template``: the step's tools also go to the template's ``tools`` (OpenAI function schemas, as
+    ``actions.native.function_tools`` gives them), rendered in the checkpoint's own tool format - what an
+    OpenAI-compatible server (``transformers serve``, vLLM) renders from a request's ``tools`` field, so a
+    checkpoint trained here sees the same prompt when it is served."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.goal_tokens < self.max_prompt_tokens:
@@ -78,6 +83,8 @@ class PromptWindow:
             raise ValueError(f"copy_bias must be >= 0, got {self.copy_bias}")
         if self.chat_template and (self.goal_tokens or self.system_tokens):
             raise ValueError("goal_tokens/system_tokens cut ChatML turns: set both to 0 with chat_template")
+        if self.native_tools and not self.chat_template:
+            raise ValueError("native_tools renders tools with the tokenizer's chat template: set chat_template")
 
     def save(self, checkpoint: Path) -> None:
         """Stored beside the weights, so any loader serves the model with the window it was trained with."""
@@ -88,9 +95,11 @@ class PromptWindow:
         path = checkpoint / WINDOW_FILE
         return cls(**json.loads(path.read_text())) if path.is_file() else cls()
 
-    def prompt_ids(self, tokenizer: Any, messages_text: str) -> list[int]:
+    def prompt_ids(self, tokenizer: Any, messages_text: str, tools: Sequence[Mapping[str, Any]] = ()) -> list[int]:
+        """The prompt's token ids; ``tools`` (the step's function schemas) are rendered only with ``native_tools``."""
         if self.chat_template:
-            return _templated_prompt(tokenizer, messages_text, self.max_prompt_tokens)
+            functions = list(tools) if self.native_tools else []
+            return _templated_prompt(tokenizer, messages_text, self.max_prompt_tokens, functions)
         if self.goal_tokens == 0:
             ids = _encode(tokenizer, messages_text + ASSISTANT_PREFIX)
             return ids[-self.max_prompt_tokens :]
@@ -142,7 +151,9 @@ def end_of_turn(tokenizer: Any) -> int:
 _END_OF_TURN: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
-def _templated_prompt(tokenizer: Any, messages_text: str, budget: int) -> list[int]:
+def _templated_prompt(
+    tokenizer: Any, messages_text: str, budget: int, tools: list[Mapping[str, Any]] | None = None
+) -> list[int]:
     """The tokenizer's chat template over the messages, with the generation prompt; turns after the task turn are
     dropped oldest first, an action with its feedback at a time (so roles still alternate), while it is over
     ``budget`` tokens and older turns than the newest action and feedback remain; then the newest ``budget`` tokens
@@ -152,7 +163,8 @@ def _templated_prompt(tokenizer: Any, messages_text: str, budget: int) -> list[i
 
     def render(dropped: int) -> list[int]:
         kept = messages[: first + 1] + messages[first + 1 + 2 * dropped :]
-        return _encode(tokenizer, tokenizer.apply_chat_template(kept, tokenize=False, add_generation_prompt=True))
+        text = tokenizer.apply_chat_template(kept, tools=tools or None, tokenize=False, add_generation_prompt=True)
+        return _encode(tokenizer, text)
 
     ids = render(0)
     most = max(0, (len(messages) - (first + 1) - 2) // 2)  # keep the newest action with its feedback

@@ -8,6 +8,7 @@ every assertion below fails if anything still renders ChatML or stops on ``<|im_
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,16 +17,19 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 from user_checkpoint import LLAMA_STYLE, users_checkpoint
 
+from harness_service.actions.native import function_tools
 from harness_service.context.messages import ChatMessage, parse_messages, render_messages
 from infra.bootstrap import Ports
 from infra.cli.main import app
 from learner.config import LearnerConfig, for_base_model, tiny_harness
-from learner.jobs import run_rl, run_sft, seed_reference_episodes
+from learner.dataset.tokenize import tokenize_example
+from learner.jobs import current_dataset, run_rl, run_sft, seed_reference_episodes
 from learner.model import PlannerPolicy
 from learner.model.lora import LoraSettings
 from learner.model.tokenizer import train_tokenizer
 from learner.model.window import PromptWindow, end_of_turn
 from learner.rl.services import LocalServices
+from producers.backends.base import ToolSpec
 
 pytestmark = pytest.mark.unit
 
@@ -102,6 +106,29 @@ def test_the_prompt_is_rendered_with_the_checkpoints_own_template_and_ends_on_it
         PromptWindow(max_prompt_tokens=512, goal_tokens=64, chat_template=True)
 
 
+def test_native_tools_reach_the_template_in_training_and_in_decoding_alike(tmp_path: Path) -> None:
+    """With ``native_tools`` the step's tools go to the template's ``tools`` (its own tool block, as a server renders
+    a request's ``tools``); the policy decodes on exactly the ids a training example of that step gets."""
+    checkpoint = users_checkpoint(tmp_path / "user-model")
+    plain = PlannerPolicy.from_dir(checkpoint, window=PromptWindow(max_prompt_tokens=512, chat_template=True))
+    native_window = PromptWindow(max_prompt_tokens=512, max_new_tokens=4, chat_template=True, native_tools=True)
+    native = PlannerPolicy.from_dir(checkpoint, window=native_window)
+    tools = [ToolSpec(name="clock.set_alarm", description="Set an alarm.", parameters={"type": "object"})]
+    messages = [ChatMessage(role="user", content="Set an alarm for 07:30 named gym.")]
+    with_tools = native.generate_with_tools(messages, tools).sampled
+    without = plain.generate_with_tools(messages, tools).sampled
+    assert with_tools is not None and without is not None
+    shown = native.tokenizer.decode(with_tools.prompt_ids)
+    assert "<|start_header_id|>tools<|end_header_id|>" in shown and "clock.set_alarm" in shown
+    assert "tools<|end_header_id|>" not in plain.tokenizer.decode(without.prompt_ids)
+    functions = function_tools(tools)
+    assert {f["function"]["name"] for f in functions} >= {"clock.set_alarm", "finish"}  # the actions too
+    trained = tokenize_example(native.tokenizer, native_window, render_messages(messages), "x", tools=functions)
+    assert trained["input_ids"][: len(with_tools.prompt_ids)] == list(with_tools.prompt_ids)
+    with pytest.raises(ValueError, match="native_tools"):
+        PromptWindow(native_tools=True)
+
+
 def test_parse_messages_inverts_render_messages_and_rejects_other_text() -> None:
     messages = [ChatMessage(role="system", content="a\n<b>"), ChatMessage(role="assistant", content="")]
     assert parse_messages(render_messages(messages)) == messages
@@ -123,7 +150,14 @@ def test_a_users_checkpoint_trains_fully_and_with_lora_and_keeps_its_template(
     assert all(not torch.equal(tuned[k], base[k]) for k in base if k.endswith("q_proj.weight"))
     assert not torch.equal(tuned["model.embed_tokens.weight"], base["model.embed_tokens.weight"])
     saved = json.loads((trained.checkpoint / "prompt_window.json").read_text())
-    assert saved["chat_template"] and saved["max_prompt_tokens"] == 768
+    assert saved["chat_template"] and saved["native_tools"] and saved["max_prompt_tokens"] == 768
+    examples = current_dataset(embedded_ports, full).examples
+    assert examples and all(e.functions() for e in examples)
+    actions = {f["function"]["name"] for f in function_tools([])}
+    listed = [set(re.findall(r"^- ([\w.]+)\(", e.prompt, re.M)) for e in examples]  # the compact turn's tool lines
+    assert len({frozenset(names) for names in listed}) > 1  # the steps show different tools
+    for example, names in zip(examples, listed, strict=True):  # each step's own tools, as the harness offered them
+        assert {f["function"]["name"] for f in example.functions()} - actions == names  # type: ignore[index]
     policy = PlannerPolicy.from_dir(trained.checkpoint)
     assert policy.tokenizer.chat_template == LLAMA_STYLE  # the user's template, not replaced by ChatML
     out = policy.generate([ChatMessage(role="user", content="Set an alarm for 07:30 named gym.")])
