@@ -136,7 +136,7 @@ def test_a_flywheel_run_nests_its_rounds_training_and_evaluation_runs(registry, 
     (dataset,) = registry.datasets(version.run_id or "")
     assert dataset.source["event_offsets"] == {"episodes/0": 120, "verdicts/3": 7}
     assert dataset.source["manifest_blob"] == manifest.sha256
-    assert dataset.profile == {"examples": 5, "examples_self": 2, "num_rows": 2, "num_elements": 14}
+    assert dataset.profile == {"examples": 5, "examples_self": 2, "num_rows": 2, "num_elements": 16}  # 8 columns
     assert dataset.source["artifact_path"] == f"datasets/{dataset.name}/train.parquet"
     assert rows_of_the_dataset_input(registry_url, version.run_id or "", tmp_path / "rows") == export.read_bytes()
 
