@@ -17,6 +17,7 @@ offered is recorded as the model wrote it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -85,8 +86,11 @@ def _function(name: str, description: str, parameters: Mapping[str, Any]) -> dic
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
+@functools.cache
 def _action_parameters(model: type[BaseModel]) -> dict[str, Any]:
-    """The action's JSON Schema without ``kind`` (the function name carries it) and without pydantic's titles."""
+    """The action's JSON Schema without ``kind`` (the function name carries it) and without pydantic's titles;
+    built once per action type (every step of a tool-calling policy and every example of a native-tools dataset
+    asks for it). Callers must not mutate the result."""
     schema = model.model_json_schema()
     properties = {
         field: {key: value for key, value in spec.items() if key != "title"}
