@@ -29,11 +29,28 @@ class ApproxTokenCounter:
         return _approx_count(text)
 
 
+def _ascii_class(char: str) -> bytes:
+    """``a`` for a word character (``\\w``), a space for a space (``str.split``), ``.`` for a punctuation mark."""
+    if _WORD_PIECE.match(char):
+        return b"a"
+    return b" " if char.isspace() else b"."
+
+
+_ASCII_CLASSES = bytes.maketrans(bytes(range(128)), b"".join(_ascii_class(chr(code)) for code in range(128)))
+_DOT_TO_SPACE = bytes.maketrans(b".", b" ")
+
+
 @lru_cache(maxsize=512)
 def _approx_count(text: str) -> int:
-    """``len(_PIECE.findall(text))`` without a string per piece: the word pieces are counted as they are cut out,
-    what is left is spaces and punctuation (``str.split`` and ``\\s`` agree on what a space is).
-    Memoised: system prompts repeat across the episodes of a task family."""
+    """``len(_PIECE.findall(text))`` without a string per piece. ASCII text (most observations and prompts) is
+    classified with ``bytes.translate`` and counted at C speed, several times faster than the regex; other text
+    cuts its word pieces out with the regex, and what is left is spaces and punctuation (``str.split`` and ``\\s``
+    agree on what a space is). Memoised: system prompts repeat across the episodes of a task family."""
+    if text.isascii():
+        classes = text.encode("ascii").translate(_ASCII_CLASSES)
+        words = classes.translate(_DOT_TO_SPACE) + b" "
+        # a word of n characters is ceil(n / 4) pieces: pad every word with three characters, count whole fours
+        return classes.count(b".") + words.replace(b"a ", b"aaaa ").count(b"aaaa")
     punctuation, word_pieces = _WORD_PIECE.subn("", text)
     return word_pieces + sum(map(len, punctuation.split()))
 
