@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bus_schemas.actions import Action, ToolCall, ToolError
 from bus_schemas.codec import MAX_NESTING_DEPTH, nesting_depth
+from harness_service.actions.arguments import Check, compile_check
 from harness_service.actions.format import ACTION_CLOSE, ACTION_OPEN
 from harness_service.actions.native import ACTION_FUNCTIONS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from harness_service.identity_cache import IdentityCache
@@ -108,7 +109,9 @@ def _extract(text: str) -> tuple[str | None, str | None]:
 
 def _load(payload: str, what: str, hint: str = "") -> Any | ToolError:
     """``payload`` decoded, or a parse error when it is not JSON or nests deeper than ActionTaken could carry."""
-    if nesting_depth(payload.encode("utf-8", "replace")) >= MAX_NESTING_DEPTH:
+    data = payload.encode("utf-8", "replace")
+    brackets = data.count(b"[") + data.count(b"{")  # fewer brackets than the limit cannot nest that deep
+    if brackets >= MAX_NESTING_DEPTH and nesting_depth(data) >= MAX_NESTING_DEPTH:
         return _error("parse_error", f"{what} nests deeper than {MAX_NESTING_DEPTH - 1} levels. Use flat arguments.")
     try:
         return orjson.loads(payload)
@@ -120,8 +123,14 @@ def _build_validator(tool: ToolSpec) -> Draft202012Validator:
     return Draft202012Validator(tool.parameters)
 
 
+def _build_check(tool: ToolSpec) -> Check:
+    return compile_check(tool.parameters) or _validator(tool).is_valid
+
+
 _validator = IdentityCache(_build_validator)
-"""A tool's JSON Schema validator, built on its first call and kept while the tool is alive."""
+"""A tool's JSON Schema validator, built on its first call and kept while the tool is alive: it words the errors."""
+_arguments_valid = IdentityCache(_build_check)
+"""Whether arguments are valid for a tool: the fast check of its schema, or its validator when it has none."""
 
 
 class ActionParser:
@@ -207,6 +216,8 @@ class ActionParser:
                 "unknown_tool",
                 f"Unknown tool {_short(repr(call.name))}.{hint} Available tools: {', '.join(sorted(self._tools))}.",
             )
+        if _arguments_valid(tool)(call.args):
+            return call
         errors = sorted(_validator(tool).iter_errors(call.args), key=lambda e: [str(p) for p in e.absolute_path])
         if errors:
             problems = "; ".join(

@@ -1,0 +1,120 @@
+"""The parser's fast argument check agrees with jsonschema on every sandbox tool's schema, whatever the arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from bus_schemas.actions import ToolCall, ToolError
+from harness_service.actions.arguments import compile_check
+from harness_service.actions.parser import ActionParser
+from producers.backends.base import ToolSpec
+from producers.backends.sandbox.catalog import TOOLS
+
+pytestmark = pytest.mark.unit
+
+SCHEMAS = [TOOLS[name].spec.parameters for name in sorted(TOOLS)]
+SCALARS = st.none() | st.booleans() | st.integers(-300, 300) | st.floats(-300, 300) | st.text(max_size=70)
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner))
+
+
+def _near(schema: Any) -> st.SearchStrategy[Any]:
+    """Values near what ``schema`` accepts: its own examples and defaults, boundary lengths and numbers, any JSON."""
+    if not isinstance(schema, dict):
+        return JSON
+    options = [JSON, *(st.just(e) for e in schema.get("examples", [])), *(st.just(e) for e in schema.get("enum", []))]
+    if "default" in schema:
+        options.append(st.just(schema["default"]))
+    for key in ("minLength", "maxLength"):
+        if key in schema:
+            options.append(st.integers(max(0, schema[key] - 1), schema[key] + 1).map(lambda n: "7" * n))
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        if key in schema:
+            bound = schema[key]
+            options.append(st.sampled_from([bound - 1, bound, bound + 1, float(bound), True]))
+    if "items" in schema:
+        options.append(st.lists(_near(schema["items"]), max_size=4))
+    for sub in schema.get("anyOf", []):
+        options.append(_near(sub))
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        fields = st.fixed_dictionaries({}, optional={name: _near(sub) for name, sub in properties.items()})
+        options.append(
+            st.tuples(fields, st.dictionaries(st.sampled_from(["extra", "x"]), JSON, max_size=1)).map(
+                lambda pair: {**pair[0], **pair[1]}
+            )
+        )
+    return st.one_of(options)
+
+
+@st.composite
+def schema_and_value(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
+    schema = draw(st.sampled_from(SCHEMAS))
+    return schema, draw(_near(schema))
+
+
+def test_every_sandbox_schema_is_in_the_subset() -> None:
+    assert all(compile_check(schema) is not None for schema in SCHEMAS)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(schema_and_value())
+def test_the_check_agrees_with_jsonschema(case: tuple[dict[str, Any], Any]) -> None:
+    schema, value = case
+    check = compile_check(schema)
+    assert check is not None
+    assert check(value) == Draft202012Validator(schema).is_valid(value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"type": "integer"}, [3, 3.0], [True, 3.5, "3"]),
+        ({"enum": [1, "a", None]}, [1, 1.0, "a", None], [True, "1", []]),
+        ({"const": False}, [False], [0, None]),
+        ({"type": ["string", "null"], "maxLength": 2}, ["ab", None], ["abc", 1]),
+        ({"additionalProperties": {"type": "string"}, "properties": {"n": {}}}, [{"n": 1, "s": "x"}], [{"s": 1}]),
+        ({"items": {"minimum": 0}, "minItems": 1}, [[0, 2], "not an array"], [[], [-1]]),
+        ({"pattern": "^a"}, ["ab", 5], ["ba"]),
+    ],
+)
+def test_the_check_follows_jsonschema_on_each_keyword(
+    schema: dict[str, Any], valid: list[Any], invalid: list[Any]
+) -> None:
+    check, validator = compile_check(schema), Draft202012Validator(schema)
+    assert check is not None
+    assert all(check(v) and validator.is_valid(v) for v in valid)
+    assert not any(check(v) or validator.is_valid(v) for v in invalid)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#/$defs/x", "$defs": {"x": {}}},
+        {"oneOf": [{}]},
+        {"properties": {"a": {"not": {}}}},
+        {"patternProperties": {"^a": {}}, "additionalProperties": False},
+        {"enum": [[1]]},
+        {"type": "decimal"},
+        {"prefixItems": [{}], "items": False},
+        False,
+    ],
+)
+def test_a_schema_outside_the_subset_has_no_check(schema: object) -> None:
+    assert compile_check(schema) is None
+
+
+def test_a_revised_tool_is_checked_against_its_own_schema() -> None:
+    """The check is kept per tool object: a revision of the same tool (a new spec) never gets the old one's check."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    loose = ToolSpec(name="notes.add", description="Add a note.", parameters=schema)
+    strict = loose.model_copy(update={"parameters": {**schema, "properties": {"text": {"maxLength": 3}}}})
+    text = '<action>{"kind": "tool_call", "name": "notes.add", "args": {"text": "hello"}}</action>'
+    assert isinstance(ActionParser([loose]).parse(text), ToolCall)
+    rejected = ActionParser([strict]).parse(text)
+    assert isinstance(rejected, ToolError) and "is too long" in rejected.message
+    assert isinstance(ActionParser([loose]).parse(text), ToolCall)
