@@ -33,18 +33,17 @@ class MemoryStore:
     def __init__(self, path: Path | str = ":memory:", user_id: str = "default") -> None:
         self.user_id = user_id
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._tableless = str(path) == ":memory:"
-        """A new in-memory store gets its table on the first write: most episodes of a rollout have no memories
-        to seed and only search."""
-        if not self._tableless:
+        self._db: sqlite3.Connection | None = None
+        """A new in-memory store gets its database and table on the first write: most episodes of a rollout have
+        no memories to seed and only search."""
+        if str(path) != ":memory:":
+            self._db = _connect(str(path))
             self._db.execute(_SCHEMA)
 
     def write(self, content: str, tags: Sequence[str] = ()) -> MemoryRecord:
         """Store one fact and return it with its id."""
         with self._lock:
-            self._ensure_table()
-            return self._insert(content, tags)
+            return self._insert(self._table(), content, tags)
 
     def seed(self, facts: Iterable[Fact]) -> list[MemoryRecord]:
         """Write each fact (e.g. a task's ``initial_conditions.memories``), in one transaction."""
@@ -52,20 +51,22 @@ class MemoryStore:
         if not facts:
             return []
         with self._lock:
-            self._ensure_table()
-            self._db.execute("BEGIN")
+            db = self._table()
+            db.execute("BEGIN")
             try:
-                return [self._insert(f.content, f.tags) for f in facts]
+                return [self._insert(db, f.content, f.tags) for f in facts]
             finally:  # what was written stays written, as with one write per fact
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
 
-    def _ensure_table(self) -> None:
-        if self._tableless:
+    def _table(self) -> sqlite3.Connection:
+        """The database, made (with the empty table) on first use."""
+        if self._db is None:
+            self._db = _connect(":memory:")
             _copy_empty_store(self._db)
-            self._tableless = False
+        return self._db
 
-    def _insert(self, content: str, tags: Sequence[str]) -> MemoryRecord:
-        cursor = self._db.execute(
+    def _insert(self, db: sqlite3.Connection, content: str, tags: Sequence[str]) -> MemoryRecord:
+        cursor = db.execute(
             "INSERT INTO memory(content, tags, user_id) VALUES (?, ?, ?)",
             (content, orjson.dumps(list(tags)).decode(), self.user_id),
         )
@@ -77,7 +78,7 @@ class MemoryStore:
 
     def search(self, query: str, top_k: int = 5) -> list[MemoryRecord]:
         """The ``top_k`` best BM25 matches of any word of ``query``; the newest memories for an empty query."""
-        if self._tableless:
+        if self._db is None:
             return []
         words = sorted({w.lower() for w in _WORD.findall(query)})
         if not words:
@@ -94,14 +95,14 @@ class MemoryStore:
 
     def delete(self, ids: Iterable[int]) -> None:
         """Remove memories by id (consolidation replaces merged groups)."""
-        if self._tableless:
+        if self._db is None:
             return
         with self._lock:
             self._db.executemany("DELETE FROM memory WHERE rowid = ? AND user_id = ?", [(i, self.user_id) for i in ids])
 
     def replace(self, record_id: int, content: str, tags: Sequence[str]) -> None:
         """Overwrite one memory in place of its id (keeps its position in insertion order)."""
-        if self._tableless:
+        if self._db is None:
             return
         with self._lock:
             self._db.execute(
@@ -110,14 +111,19 @@ class MemoryStore:
             )
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
 
     def _select(self, sql: str, params: tuple[object, ...]) -> list[MemoryRecord]:
-        if self._tableless:
+        if self._db is None:
             return []
         with self._lock:
             rows = self._db.execute(sql, (self.user_id, *params)).fetchall()
         return [_record(row) for row in rows]
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
 
 
 _EMPTY_LOCK = threading.Lock()
@@ -130,7 +136,7 @@ def _copy_empty_store(db: sqlite3.Connection) -> None:
     global _empty
     with _EMPTY_LOCK:
         if _empty is None:
-            _empty = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            _empty = _connect(":memory:")
             _empty.execute(_SCHEMA)
         _empty.backup(db)
 
