@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
-from harness_service.context.messages import ChatMessage, render_message
+from harness_service.context.messages import ChatMessage, Role, render_message
 
 _PIECE = re.compile(r"\w{1,4}|[^\w\s]", re.UNICODE)
 """A token of the approximation: a started 4 characters of a word, or one punctuation mark."""
@@ -67,19 +67,25 @@ class TokenizerCounter:
         return len(self._tokenizer.encode(text, add_special_tokens=False))
 
 
+_ROLE_TOKENS = {role: _approx_count(render_message(ChatMessage(role=role, content=""))) for role in get_args(Role)}
+"""Approximate tokens of a message's role line and end tag. No piece spans them (the role line ends in a newline, the
+end tag starts with ``<``): a rendered message counts these plus its content's tokens."""
 _SYSTEM_TOKENS: dict[ChatMessage, int] = {}
 _SYSTEM_TOKENS_SIZE = 256
 
 
 def message_tokens(counter: TokenCounter, message: ChatMessage) -> int:
-    """Tokens of one rendered message (``render_message``). The approximate counter's counts of system messages are
-    remembered across episodes: one with every tool's schema (thousands of tokens) opens every episode of a task
-    family."""
-    if message.role != "system" or type(counter) is not ApproxTokenCounter:
+    """Tokens of one rendered message (``render_message``). The approximate counter counts the content alone, so a
+    content it counted before (the policy's output, a message the context builder counted) is a cache hit without
+    rendering the message again. Its counts of system messages are remembered across episodes: one with every
+    tool's schema (thousands of tokens) opens every episode of a task family."""
+    if type(counter) is not ApproxTokenCounter:
         return counter.count(render_message(message))
+    if message.role != "system":
+        return _ROLE_TOKENS[message.role] + _approx_count(message.content)
     count = _SYSTEM_TOKENS.get(message)
     if count is None:
         if len(_SYSTEM_TOKENS) >= _SYSTEM_TOKENS_SIZE:
             _SYSTEM_TOKENS.clear()
-        count = _SYSTEM_TOKENS[message] = counter.count(render_message(message))
+        count = _SYSTEM_TOKENS[message] = _ROLE_TOKENS["system"] + _approx_count(message.content)
     return count

@@ -9,9 +9,16 @@ from hypothesis import strategies as st
 
 from harness_service.context.builder import ContextBuilder, ContextInputs
 from harness_service.context.history import HistoryTurn
-from harness_service.context.messages import ChatMessage, decode_context, encode_context, render_messages
+from harness_service.context.messages import (
+    ChatMessage,
+    Role,
+    decode_context,
+    encode_context,
+    render_message,
+    render_messages,
+)
 from harness_service.context.sections import compact_schema
-from harness_service.context.tokens import _PIECE, ApproxTokenCounter
+from harness_service.context.tokens import _PIECE, ApproxTokenCounter, message_tokens
 from harness_service.memory.records import MemoryRecord
 from harness_service.skills.skill import Skill
 from producers.backends.base import Observation
@@ -159,6 +166,14 @@ def test_result_style_observations_drop_changes_and_empty_fields_but_keep_errors
 )
 def test_the_approximate_count_is_one_token_per_piece(text: str) -> None:
     assert ApproxTokenCounter().count(text) == len(_PIECE.findall(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["system", "user", "assistant"]), st.text() | st.text(alphabet=st.sampled_from("ab <|>\n_")))
+def test_a_message_counts_its_rendering(role: Role, content: str) -> None:
+    """The approximate counter counts a message's content and its role's fixed tokens apart: the same total."""
+    message = ChatMessage(role=role, content=content)
+    assert message_tokens(ApproxTokenCounter(), message) == len(_PIECE.findall(render_message(message)))
 
 
 def test_str_split_and_the_pieces_agree_on_every_space() -> None:
