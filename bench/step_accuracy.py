@@ -5,6 +5,7 @@ action on the same messages (teacher forcing: the episode always continues with 
 wrong step does not derail the rest). Each model action is compared with the reference one, as parsed JSON, and
 counted as exact or by its first difference: unparseable, wrong kind, wrong tool name, wrong argument names,
 wrong value. It also counts how often the reference's tool is among the tools the step's system turn lists.
+For wrong values it also says whether the right value and the model's one were in the window it was shown.
 The dev Overall of whole episodes is a coarse, noisy figure (64 tasks); this one tells which part of an
 action to work on (the copy bias and the canonical field order were chosen with it).
 
@@ -32,7 +33,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from harness_service.context.messages import ChatMessage
+from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds
@@ -81,6 +82,25 @@ class Tally:
     kinds: defaultdict[str, Counter[str]] = dataclasses.field(default_factory=lambda: defaultdict(Counter))
     listed: Counter[bool] = dataclasses.field(default_factory=Counter)
     samples: defaultdict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
+    values: Counter[str] = dataclasses.field(default_factory=Counter)
+    """Each wrong argument value, by where the right one and the model's one stand in the model's window."""
+
+
+def _values(action: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments; the fields of any other action (a finish's answer, a sub-agent's goal)."""
+    args = action.get("args")
+    if action.get("kind") == "tool_call" and isinstance(args, dict):
+        return args
+    return {key: value for key, value in action.items() if key != "kind"}
+
+
+def _shown(value: Any, window: str) -> bool:
+    """``value`` (each string or number in it) appears in the window's text."""
+    if isinstance(value, list):
+        return bool(value) and all(_shown(v, window) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, dict):
+        return True
+    return str(value) in window
 
 
 class Probe:
@@ -91,6 +111,20 @@ class Probe:
         self.category, self.keep = category, samples
         self.name = self.model = reference.name
 
+    def _values(self, messages: Sequence[ChatMessage], reference: dict[str, Any], model: dict[str, Any]) -> None:
+        """Where each wrong value stands: the right one in the window or not (lost to the window's budget, or made
+        up: a composed text, an answer worked out from results), the model's one in it or not (copied from the
+        wrong passage, or written from what it memorised)."""
+        window = self.planner.tokenizer.decode(
+            self.planner.window.prompt_ids(self.planner.tokenizer, render_messages(messages)), skip_special_tokens=True
+        )
+        for key, value in reference.items():
+            if model.get(key) == value:
+                continue
+            right = _shown(value, window)
+            wrong = _shown(model.get(key), window)
+            self.tally.values[f"right {'in' if right else 'not in'} window, model's {'in' if wrong else 'not in'}"] += 1
+
     def observe(self, observation: Observation) -> None:
         self.reference.observe(observation)
 
@@ -98,8 +132,11 @@ class Probe:
         out = self.reference.generate(messages)
         got = self.planner.generate(messages).text
         reference = parsed(out.text)
-        kind = difference(reference, parsed(got))
+        model = parsed(got)
+        kind = difference(reference, model)
         self.tally.kinds[self.category][kind] += 1
+        if kind == "wrong value" and reference is not None and model is not None:
+            self._values(messages, _values(reference), _values(model))
         if reference is not None and reference.get("kind") == "tool_call":
             system = messages[0].content if messages and messages[0].role == "system" else ""
             self.tally.listed[reference.get("name") in _LISTED_TOOL.findall(system)] += 1
@@ -149,6 +186,8 @@ def main() -> None:
     steps = sum(total.values())
     listed = tally.listed[True] + tally.listed[False]
     console.print(f"exact {total['exact']}/{steps} steps ({total['exact'] / max(1, steps):.3f})")
+    for where, count in tally.values.most_common():
+        console.print(f"wrong argument values: {where}: {count}")
     console.print(f"the step's system turn lists the reference's tool for {tally.listed[True]}/{listed} tool calls")
     for category, pairs in sorted(tally.samples.items()):
         for reference_text, model_text in pairs:
