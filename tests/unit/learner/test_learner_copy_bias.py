@@ -1,4 +1,4 @@
-"""Copy bias: inside a tool call's string argument, tokens that continue a passage of the prompt are favoured."""
+"""Copy bias: inside a tool call's argument, tokens that continue a passage (or a number) of the prompt are favoured."""
 
 from __future__ import annotations
 
@@ -46,6 +46,18 @@ def test_only_tokens_continuing_a_prompt_passage_inside_an_argument_are_favoured
     first = _pieces(tokenizer, copy.favoured(CALL + '"label":"'))
     assert "2" in first and "7" not in first and any(p.startswith("S") for p in first)
     assert copy.favoured(CALL + '"time":"99') == []  # no passage of the prompt starts so
+
+
+def test_a_number_the_model_began_is_continued_as_a_number_of_the_prompt(tokenizer) -> None:
+    copy = CopyBias(tokenizer, 2.5).prompt(tokenizer.encode("# Task\nStart a 35-minute focus session at 20:15."))
+    timer = '<action>{"kind":"tool_call","name":"clock.start_timer","args":{"label":"Focus","minutes":'
+    assert copy.favoured(timer) == []  # the model has not begun a number: no bias on what the value will be
+    assert _pieces(tokenizer, copy.favoured(timer + "3")) == {"5"}  # "35", not a memorised "30"
+    assert _pieces(tokenizer, copy.favoured(timer + "2")) == {"0"}  # "20" (of 20:15)
+    closing = _pieces(tokenizer, copy.favoured(timer + "35"))
+    assert closing and all(p[0] in ",}]" and not any(c.isdigit() for c in p) for p in closing)
+    assert copy.favoured(timer + "9") == []  # no number of the prompt starts so
+    assert copy.favoured('<action>{"kind":"finish","answer":3') == []  # not a tool call's argument
 
 
 class _ScriptedNetwork:
