@@ -99,7 +99,7 @@ class PromptCopy:
                 continue
             if end < len(text) and (text[end].isdigit() or (text[end] == "." and "." not in value)):
                 ids.update(self.bias._by_piece.get(text[end], ()))
-            elif end >= len(text) or not text[end].isalnum():
+            elif _boundary(text, end):
                 ids.update(self.bias._closers)
         return sorted(ids)
 
