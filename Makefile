@@ -9,6 +9,10 @@ UV_VERSION := 0.13.8
 export UV_CACHE_DIR ?= $(CURDIR)/.cache/uv
 export PIP_CACHE_DIR ?= $(CURDIR)/.cache/pip
 export HF_HUB_OFFLINE := 1
+# Python caches the bytecode it compiles (__pycache__, git-ignored) for everything make starts: with
+# PYTHONDONTWRITEBYTECODE set, as on our machines, every process compiled torch, transformers and mlflow from source
+# again (13 s per import instead of 6 s), paid by each consumer process, CLI call and test worker.
+unexport PYTHONDONTWRITEBYTECODE
 # Four pytest workers on 2 cores: most of the suite waits on servers, subprocesses, group joins and outages it
 # injects, not on the CPU (with three workers, 1.3 of the 2 cores were busy), and each test process runs torch on one
 # thread (tests/conftest.py), so more workers fill idle time instead of oversubscribing the cores. A file's tests stay on
