@@ -21,8 +21,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 def test_flywheel_run_trains_a_users_checkpoint_with_lora(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the job's .flywheel/ and runs/ go here
     checkpoint = users_checkpoint(tmp_path / "user-model")
+    # plumbing, not learning: two examples per step (this checkpoint's 400-token vocabulary fills the 4,096-token
+    # window, and 16 such rows took ~13 s per step on one thread)
+    config = tmp_path / "loop.json"
+    config.write_text(json.dumps({"learner": {"sft": {"batch_size": 2}}}))
     args = [
         "run",
+        f"--config={config}",
         f"--base-model={checkpoint}",
         "--lora",
         "--lora-rank=2",

@@ -38,11 +38,11 @@ from learner.model.window import turn_corpus
 from learner.sft import SftSettings, train_sft
 from learner.tasks import template_tasks
 
-# One SFT run, ~3 min with pytest's one torch thread (tests/conftest.py): every test of this file is e2e, so
-# make test-fast (-m unit) stays quick; make test runs them.
+# One SFT run of 150 steps (dev success 0.50 after it, as after 300), ~2 min with pytest's one torch thread
+# (tests/conftest.py): every test of this file is e2e, so make test-fast (-m unit) stays quick; make test runs them.
 pytestmark = pytest.mark.timeout(1800)
 TEMPLATES = {"tu.set_alarm", "tu.reminder_due"}
-SFT = SftSettings(max_steps=300, batch_size=16, learning_rate=3e-3, logging_steps=100)
+SFT = SftSettings(max_steps=150, batch_size=16, learning_rate=3e-3, logging_steps=100)
 P = Producer(service="test", version="0")
 THINK_FIRST = (
     "Before any action, think about every tool the phone offers and list the apps you would open, "
@@ -138,8 +138,8 @@ def test_a_harmful_system_turn_edit_changes_dev_behaviour_beyond_the_uncertainty
     checkpoint, parent
 ):
     """An instruction line the model never trained with: the compact system turn (instructions, then the step's
-    tools) shifts and reaches the model changed. Measured on this checkpoint: 9 of 36 dev tasks lost, none won,
-    delta -0.125 [-0.194, -0.056]. (Dropping the tool list, ``tool_top_k=0``, loses only 2: for these two
+    tools) shifts and reaches the model changed. Measured on this checkpoint: 8 of 36 dev tasks lost, none won,
+    delta -0.111 [-0.181, -0.042]. (Dropping the tool list, ``tool_top_k=0``, loses only 2: for these two
     templates the goal names the tool.)"""
     base = checkpoint.config.harness
     harmful = apply(base, AddInstruction(text=THINK_FIRST))
