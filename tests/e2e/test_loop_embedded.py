@@ -1,11 +1,17 @@
-"""The main job end to end on the embedded default: every consumer in-process, two rounds, replay verifies."""
+"""The main job end to end on the embedded default, every consumer in-process, two rounds, replay verifies.
+
+It runs ``--algorithm mixed``, which covers the default's path too: round 0 trains with SFT on the reference
+episodes and round 1 with continued SFT on what was admitted, exactly as ``flywheel run`` does by default; then
+round 1's GRPO sends its groups through the in-process rollout worker and verifier. ``--algorithm rl`` on its own:
+test_loop_rl_embedded.py (its own file, so xdist runs the two long runs on different workers)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from loop_support import DEV_PER_CATEGORY, check_run, small_loop
+from loop_support import DEV_PER_CATEGORY, check_run
+from rl_support import check_rl, small_rl_loop
 
 from infra.bootstrap import open_ports
 from infra.config import load_settings
@@ -16,16 +22,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run_id = "e2e-mixed-embedded"
     settings = load_settings(
         bus=f"sqlite:///{tmp_path}/bus.db",
         blobs=f"file:///{tmp_path}/blobs",
         registry=f"sqlite:///{tmp_path}/mlflow.db",
     )
-    config = small_loop(tmp_path).model_copy(update={"external_suites": ("bfcl",)})  # an installed plugin suite
-    result = run_loop(settings, config, run_id="e2e-embedded", show_progress=False)
-    assert result.bus_url.endswith("?namespace=e2e-embedded") and result.dead_letters == 0
+    loop = small_rl_loop(tmp_path, "mixed").model_copy(update={"external_suites": ("bfcl",)})  # an installed plugin
+    result = run_loop(settings, loop, run_id=run_id, show_progress=False)
+    assert result.bus_url.endswith(f"?namespace={run_id}") and result.dead_letters == 0
     assert [r.round for r in result.rounds] == [0, 1] and all(r.dev is not None for r in result.rounds)
-    report = json.loads((tmp_path / "runs" / "e2e-embedded" / "report.json").read_text())
+    assert result.rounds[1].rl_steps == 2 and result.rounds[1].rl_episodes == 8
+    report = json.loads((tmp_path / "runs" / run_id / "report.json").read_text())
     assert [r["dev_overall"] for r in report["rounds"]] == [r.dev.overall for r in result.rounds]
     assert all(r["stage_seconds"].get("training", 0) > 0 for r in report["rounds"])
     # BFCL's dev tasks ran through the in-process rollout worker and its judge, scored apart from Overall
@@ -33,7 +41,8 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
     assert all(r.dev.external["bfcl"].tasks == DEV_PER_CATEGORY for r in result.rounds if r.dev is not None)
     ports = open_ports(settings.model_copy(update={"bus": result.bus_url}))
     try:
-        check_run(ports, "e2e-embedded", tmp_path / "runs" / "e2e-embedded")
+        check_run(ports, run_id, tmp_path / "runs" / run_id)
+        check_rl(ports, run_id, tmp_path / "runs" / run_id, "mixed")
     finally:
         ports.close()
 

@@ -44,6 +44,7 @@ def tiny_loop(tmp_path: Path) -> Path:
         "stall_timeout_s": 300,
         "learner": {
             "sft": {"max_steps": 6, "logging_steps": 2},
+            "max_new_tokens": 48,  # an untrained model writes to the limit on every dev step
             "dev_per_category": 1,
             "cold_start_seeds": 1,
             "work_dir": str(tmp_path / "learner"),
