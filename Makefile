@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make run    - install into .venv and run the main job on the embedded default (no servers)"
 	@echo "make test   - install, start the real local stack (Kafka, SeaweedFS, MLflow), run every test, stop the stack"
-	@echo "make test-fast - unit tests and the contract suites on the embedded adapters: no servers, < 3 minutes"
+	@echo "make test-fast - unit tests and the contract suites on the embedded adapters: no servers, 2-5 minutes"
 	@echo "make lint   - ruff (lint + format check) and mypy, as CI runs them"
 	@echo "make fmt    - ruff format and the safe ruff fixes, in place"
 	@echo "make bench  - run the benchmarks (needs the stack for the Kafka rows: make stack-up)"
