@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loop_support import run_events, small_loop
+from loop_support import check_run, run_events, small_loop
 
 from bus_schemas.events import (
     ActionRejected,
@@ -17,8 +17,10 @@ from bus_schemas.events import (
     RolloutRequested,
     TrainingRunCompleted,
 )
-from infra.bootstrap import Ports
+from infra.bootstrap import Ports, open_ports
+from infra.config import load_settings
 from infra.loop.config import LoopConfig
+from infra.loop.run import LoopResult, run_loop
 
 RL_STEPS, GROUP, TASKS_PER_STEP = 2, 2, 2
 
@@ -65,3 +67,24 @@ def check_rl(ports: Ports, run_id: str, report_dir: Path, algorithm: str) -> Non
     assert [r["rl_steps"] for r in rounds] == [0, RL_STEPS]
     assert [r["care_schedule"] for r in rounds] == [None, "partial_credit"]
     assert rounds[1]["rl_episodes"] == len(members)
+
+
+def run_in_process(tmp_path: Path, loop: LoopConfig, run_id: str) -> LoopResult:
+    """``loop`` (from ``small_rl_loop``) in process on the embedded adapters under ``tmp_path``, checked with
+    ``check_run`` and ``check_rl``."""
+    settings = load_settings(
+        bus=f"sqlite:///{tmp_path}/bus.db",
+        blobs=f"file:///{tmp_path}/blobs",
+        registry=f"sqlite:///{tmp_path}/mlflow.db",
+    )
+    result = run_loop(settings, loop, run_id=run_id, show_progress=False)
+    assert result.bus_url.endswith(f"?namespace={run_id}") and result.dead_letters == 0
+    assert [r.round for r in result.rounds] == [0, 1]
+    assert result.rounds[1].rl_steps == RL_STEPS and result.rounds[1].rl_episodes == RL_STEPS * TASKS_PER_STEP * GROUP
+    ports = open_ports(settings.model_copy(update={"bus": result.bus_url}))
+    try:
+        check_run(ports, run_id, tmp_path / "runs" / run_id)
+        check_rl(ports, run_id, tmp_path / "runs" / run_id, loop.algorithm)
+    finally:
+        ports.close()
+    return result

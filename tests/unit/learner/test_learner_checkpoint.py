@@ -139,8 +139,8 @@ def test_a_harmful_system_turn_edit_changes_dev_behaviour_beyond_the_uncertainty
 ):
     """An instruction line the model never trained with: the compact system turn (instructions, then the step's
     tools) shifts and reaches the model changed. Measured on this checkpoint: 8 of 36 dev tasks lost, none won,
-    delta -0.111 [-0.181, -0.042]. (Dropping the tool list, ``tool_top_k=0``, loses only 2: for these two
-    templates the goal names the tool.)"""
+    delta -0.111 [-0.181, -0.042]. (On the earlier 300-step checkpoint, dropping the tool list, ``tool_top_k=0``,
+    lost only 2: for these two templates the goal names the tool.)"""
     base = checkpoint.config.harness
     harmful = apply(base, AddInstruction(text=THINK_FIRST))
     revision = evaluate(checkpoint, harmful)
