@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import shutil
 import string
 import subprocess
@@ -220,7 +221,7 @@ class KafkaBroker(Service):
         self.prepare()
         cid = self.cluster_id()
         cmd = [
-            "java", "-Xmx256m", *self._log_opts(), "-cp", self._classpath(),
+            "java", "-Xmx256m", *self._jvm_opts(), *self._log_opts(), "-cp", self._classpath(),
             "kafka.tools.StorageTool", "format", "-g", f"--cluster-id={cid}", "-c", str(self.config_path),
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -234,6 +235,9 @@ class KafkaBroker(Service):
     # --- run -------------------------------------------------------------------------------------
     def _classpath(self) -> str:
         return str(self.lib_dir / "*")
+
+    def _jvm_opts(self) -> list[str]:
+        return shlex.split(self.settings.kafka_jvm_opts)
 
     def _log_opts(self) -> list[str]:
         return [
@@ -261,8 +265,7 @@ class KafkaBroker(Service):
             "java",
             f"-Xmx{heap}",
             f"-Xms{initial}",
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
+            *self._jvm_opts(),
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
             *self._log_opts(),
