@@ -19,15 +19,24 @@ class TaskConstructor:
     def __init__(self) -> None:
         self._sources: Sources | None = None
         self._backend = plugins.make_backend("sandbox")  # the templates it draws from are the sandbox's
+        self._fingerprinted: set[str] = set()  # event ids of the tasks already in _by_split
+        self._by_split: dict[str, set[str]] = {}  # split -> fingerprints of the log's tasks of that split
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, TaskGenerationRequested)
         sources = self._sources = self._sources or Sources(ports)
         sources.tasks.catch_up()
-        pool = [e for e in sources.tasks.events() if isinstance(e, TaskSpecified)]
-        held_out = {fingerprint(t) for t in pool if t.split != event.split}
         seeds = [sources.task(t) for t in event.seed_task_ids]
-        return list(construct(event, seeds, held_out, PRODUCER, self._backend))
+        return list(construct(event, seeds, self._held_out(sources, event.split), PRODUCER, self._backend))
+
+    def _held_out(self, sources: Sources, split: str) -> set[str]:
+        """Fingerprints of the log's tasks of the other splits; each task is fingerprinted once per process, not once
+        per request (thousands of tasks times hundreds of requests)."""
+        for task in sources.tasks.events():
+            if isinstance(task, TaskSpecified) and task.event_id not in self._fingerprinted:
+                self._fingerprinted.add(task.event_id)
+                self._by_split.setdefault(task.split, set()).add(fingerprint(task))
+        return set().union(*(fps for s, fps in self._by_split.items() if s != split))
 
 
 def build() -> ConsumerSpec:

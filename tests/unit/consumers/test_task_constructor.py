@@ -7,6 +7,10 @@ from consumer_factory import IDS, P, suite
 
 from bus_schemas.events import TaskGenerationRequested
 from consumers.task_constructor.handler import construct, fingerprint, valid
+from consumers.task_constructor.spec import TaskConstructor
+from infra.blobs.filesystem import FileBlobStore
+from infra.bootstrap import Ports, open_bus
+from infra.events import ensure_topics, publish_all
 from producers.backends.sandbox.backend import SandboxBackend
 
 pytestmark = pytest.mark.unit
@@ -41,6 +45,24 @@ def test_held_out_tasks_are_never_reproduced():
     first = construct(_request(count=1), [], set(), P)[0]
     again = construct(_request(count=1), [], {fingerprint(first)}, P)[0]
     assert fingerprint(again) != fingerprint(first)
+
+
+def test_the_consumer_holds_out_the_logs_other_splits_including_tasks_that_arrive_between_requests(tmp_path):
+    """The consumer fingerprints each task of the log once and keeps the sets across requests: a dev task appended
+    after the first request is held out from the next one."""
+    ports = Ports(open_bus(f"sqlite:///{tmp_path}/bus.db"), FileBlobStore(tmp_path / "blobs"), None)
+    ensure_topics(ports.bus)
+    constructor = TaskConstructor()
+    try:
+        [first] = constructor.handle(_request(count=1), ports)
+        [same] = constructor.handle(_request(count=1), ports)  # train tasks hold nothing out of a train request
+        assert fingerprint(same) == fingerprint(first)
+        publish_all(ports.bus, [first.model_copy(update={"split": "dev", "task_id": "dev/copy"})])
+        [again] = constructor.handle(_request(count=1), ports)
+        assert fingerprint(again) != fingerprint(first)
+        assert constructor.handle(_request(count=1, split="dev"), ports)[0].split == "dev"
+    finally:
+        ports.close()
 
 
 def test_seed_tasks_yield_harder_variants():
