@@ -2,8 +2,9 @@
 
 It runs ``--algorithm mixed``, which covers the default's path too: round 0 trains with SFT on the reference
 episodes and round 1 with continued SFT on what was admitted, exactly as ``flywheel run`` does by default; then
-round 1's GRPO sends its groups through the in-process rollout worker and verifier. ``--algorithm rl`` on its own:
-test_loop_rl_embedded.py (its own file, so xdist runs the two long runs on different workers)."""
+round 1's GRPO sends its groups through the in-process rollout worker and verifier. ``--algorithm rl`` differs from
+``mixed`` only in the trainer's continued-SFT steps before GRPO (none): tests/unit/test_loop_config.py checks that
+setting, test_learner_jobs.py runs GRPO from a registered version without them."""
 
 from __future__ import annotations
 

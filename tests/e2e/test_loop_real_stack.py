@@ -2,8 +2,8 @@
 ``--algorithm mixed``: round 0 SFT on the reference episodes, round 1 continued SFT on what was admitted, then GRPO
 whose groups go through the rollout-worker and verifier processes. One run, shared by the tests here: it covers the
 plain SFT path too (rounds 0 and 1 train with SFT), and it runs with secrets in the environment, so the same run
-shows that none of them reaches the console, a log file, an event or MLflow. ``--algorithm rl`` on its own:
-test_loop_rl_real_stack.py (its own file, so xdist runs the two long runs on different workers)."""
+shows that none of them reaches the console, a log file, an event or MLflow. ``--algorithm rl`` is this run without
+the continued-SFT steps (see test_loop_embedded.py)."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ class Checkpoint:
     tokenizer: Any
     dev: list[TaskSpecified]
     before: float
-    """Dev success of the same model before SFT (random init)."""
+    """Dev success of the same model before SFT (random init), on every sixth dev task."""
 
 
 @dataclass
@@ -86,9 +86,11 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
     data = current_dataset(ports, config)
     tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
     model = build_tiny_model(tokenizer, config.tiny)
-    ck = Checkpoint(ports, config, model, tokenizer, tasks("train", range(40, 41)), before=0.0)
-    before = evaluate(ck, config.harness)
-    ck.before = sum(before.solved.values()) / len(before.solved)
+    dev = tasks("train", range(40, 41))
+    # a random-init model writes to the token limit on every step: a sixth of the tasks (both templates) shows it
+    # solves none, at a sixth of the cost of all 36
+    before = evaluate(Checkpoint(ports, config, model, tokenizer, dev[::6], before=0.0), config.harness)
+    ck = Checkpoint(ports, config, model, tokenizer, dev, before=sum(before.solved.values()) / len(before.solved))
     train_sft(model, tokenizer, data.examples, root / "sft", settings=SFT, window=window(config))
     return ck
 
@@ -127,7 +129,7 @@ def parent(checkpoint: Checkpoint) -> Evaluation:
 
 @pytest.mark.e2e
 def test_sft_from_random_init_lifts_held_out_dev_success(checkpoint, parent):
-    # a random-init model cannot even emit a parseable action; chance success is 0 on every task
+    # a random-init model cannot even emit a parseable action; chance success is 0 on every task it ran
     assert checkpoint.before == 0.0
     after = sum(parent.solved.values()) / len(parent.solved)
     assert after >= 0.5, f"dev success after SFT {after:.2f} over {len(parent.solved)} tasks"
