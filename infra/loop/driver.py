@@ -12,6 +12,9 @@ from infra.loop.monitor import RunMonitor
 
 
 class Consumers(Protocol):
+    idle_sleep_s: float
+    """How long the driver waits when neither a step nor the log brought anything new."""
+
     def step(self) -> int: ...
     def check(self) -> None: ...
 
@@ -41,7 +44,6 @@ def drive(
     *,
     stall_timeout_s: float,
     on_update: Callable[[RunMonitor], None],
-    idle_sleep_s: float = 0.05,
     stop: threading.Event | None = None,
 ) -> None:
     last_growth = time.monotonic()
@@ -60,4 +62,4 @@ def drive(
         if time.monotonic() - last_growth > stall_timeout_s:
             raise LoopStalled(f"nothing happened for {stall_timeout_s:.0f}s; {describe(monitor)}")
         if not handled and not fresh:
-            time.sleep(idle_sleep_s)
+            time.sleep(consumers.idle_sleep_s)

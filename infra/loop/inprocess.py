@@ -48,6 +48,8 @@ def consumer_specs(
 
 
 class InProcessConsumers:
+    idle_sleep_s = 0.05  # the sweeps are the consumers' polls: a short pause keeps the loop's hand-offs quick
+
     def __init__(
         self,
         ports: Ports,
