@@ -11,23 +11,41 @@ from __future__ import annotations
 import json
 
 import pytest
-from loop_support import DEV_PER_CATEGORY
-from rl_support import run_in_process, small_rl_loop
+from loop_support import DEV_PER_CATEGORY, check_run
+from rl_support import GROUP, RL_STEPS, TASKS_PER_STEP, check_rl, small_mixed_loop
+
+from infra.bootstrap import open_ports
+from infra.config import load_settings
+from infra.loop.run import run_loop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    loop = small_rl_loop(tmp_path, "mixed").model_copy(update={"external_suites": ("bfcl",)})  # an installed plugin
-    result = run_in_process(tmp_path, loop, "e2e-mixed-embedded")
-    assert all(r.dev is not None for r in result.rounds)
-    report = json.loads((tmp_path / "runs" / "e2e-mixed-embedded" / "report.json").read_text())
+    run_id = "e2e-mixed-embedded"
+    settings = load_settings(
+        bus=f"sqlite:///{tmp_path}/bus.db",
+        blobs=f"file:///{tmp_path}/blobs",
+        registry=f"sqlite:///{tmp_path}/mlflow.db",
+    )
+    loop = small_mixed_loop(tmp_path).model_copy(update={"external_suites": ("bfcl",)})  # an installed plugin
+    result = run_loop(settings, loop, run_id=run_id, show_progress=False)
+    assert result.bus_url.endswith(f"?namespace={run_id}") and result.dead_letters == 0
+    assert [r.round for r in result.rounds] == [0, 1] and all(r.dev is not None for r in result.rounds)
+    assert result.rounds[1].rl_steps == RL_STEPS and result.rounds[1].rl_episodes == RL_STEPS * TASKS_PER_STEP * GROUP
+    report = json.loads((tmp_path / "runs" / run_id / "report.json").read_text())
     assert [r["dev_overall"] for r in report["rounds"]] == [r.dev.overall for r in result.rounds]
     assert all(r["stage_seconds"].get("training", 0) > 0 for r in report["rounds"])
     # BFCL's dev tasks ran through the in-process rollout worker and its judge, scored apart from Overall
     assert all(set(r["dev_external"]) == {"bfcl"} for r in report["rounds"])
     assert all(r.dev.external["bfcl"].tasks == DEV_PER_CATEGORY for r in result.rounds if r.dev is not None)
+    ports = open_ports(settings.model_copy(update={"bus": result.bus_url}))
+    try:
+        check_run(ports, run_id, tmp_path / "runs" / run_id)
+        check_rl(ports, run_id, tmp_path / "runs" / run_id)
+    finally:
+        ports.close()
 
 
 def test_the_in_process_loop_leaves_the_environment_alone(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from loop_support import check_run, real_stack_ports, run_spawned_on_real_stack
-from rl_support import check_rl, small_rl_loop
+from rl_support import check_rl, small_mixed_loop
 
 from infra.bootstrap import open_bus
 from infra.config import StackSettings
@@ -47,7 +47,7 @@ def run(real_stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> 
         "FLYWHEEL_S3_SECRET_KEY": real_stack.s3_secret_key.get_secret_value(),
         "FLYWHEEL_HARNESS_TOKEN": "harness-token-" + uuid.uuid4().hex,
     }
-    proc = run_spawned_on_real_stack(real_stack, run_id, small_rl_loop(tmp_path, "mixed"), tmp_path, env=env)
+    proc = run_spawned_on_real_stack(real_stack, run_id, small_mixed_loop(tmp_path), tmp_path, env=env)
     return Run(run_id, tmp_path / "runs" / run_id, proc, [env["FLYWHEEL_S3_SECRET_KEY"], env["FLYWHEEL_HARNESS_TOKEN"]])
 
 
@@ -69,7 +69,7 @@ def test_two_rounds_trained_evaluated_registered_and_replayed_with_grpo_in_round
     ports = real_stack_ports(real_stack, run.run_id)
     try:
         check_run(ports, run.run_id, run.out)
-        check_rl(ports, run.run_id, run.out, "mixed")
+        check_rl(ports, run.run_id, run.out)
     finally:
         ports.close()
 
