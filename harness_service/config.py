@@ -16,6 +16,9 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
+ActionSyntax = Literal["action", "tool_call"]
+
+
 class _Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -86,16 +89,26 @@ class HarnessConfig(_Config):
     budgets: HarnessBudgets = Field(default_factory=HarnessBudgets)
     compact: CompactContext | None = None
     """A compact system turn (small models); ``None``: every tool with its full schema."""
+    action_syntax: ActionSyntax = "action"
+    """How the model is told to write its one action per reply, and how scripted policies (the reference solver's
+    demonstrations) write it: ``action``, the project's ``<action>{json}</action>``; ``tool_call``, a native
+    function call, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` as Qwen/Hermes chat templates
+    write one, for a checkpoint that brings its own tool-calling format (``flywheel run --base-model``), so its
+    demonstrations train the format it was pretrained on and a server's tool parser reads its replies. The parser
+    reads both, whatever this says."""
 
     def digest(self) -> str:
-        """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset and without an empty
-        ``compact.tool_successors``, so versions made before those fields existed keep their digest)."""
-        exclude: dict[str, Any] | None = None
+        """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset, without an empty
+        ``compact.tool_successors`` and without the default ``action_syntax``, so versions made before those fields
+        existed keep their digest)."""
+        exclude: dict[str, Any] = {}
         if self.compact is None:
-            exclude = {"compact": True}
+            exclude["compact"] = True
         elif not self.compact.tool_successors:
-            exclude = {"compact": {"tool_successors"}}
-        body = self.model_dump_json(exclude=exclude)
+            exclude["compact"] = {"tool_successors"}
+        if self.action_syntax == "action":
+            exclude["action_syntax"] = True
+        body = self.model_dump_json(exclude=exclude or None)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
     @classmethod

@@ -107,8 +107,9 @@ class LearnerConfig(BaseModel):
 
 def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSettings | None = None) -> LearnerConfig:
     """``config`` set up for a checkpoint the user brings (``flywheel run --base-model``): the full default harness
-    (not the tiny model's compact profile), prompts rendered with the checkpoint's own chat template and the step's
-    tools in its own tool format (``native_tools``) in a
+    (not the tiny model's compact profile) with native function calls as the action syntax (the demonstrations
+    write ``<tool_call>`` blocks, the format such a checkpoint's template was made for), prompts rendered with the
+    checkpoint's own chat template and the step's tools in its own tool format (``native_tools``) in a
     4,096-token window, no copy bias, and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
     rate = 1e-5 if lora is None else 2e-4
     return config.model_copy(
@@ -117,7 +118,7 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
             "lora": lora,
             "chat_template": True,
             "native_tools": True,
-            "harness": HarnessConfig(),
+            "harness": HarnessConfig(action_syntax="tool_call"),
             "max_prompt_tokens": 4096,
             "max_new_tokens": 256,
             "goal_tokens": 0,

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from bus_schemas.actions import Clarify, Finish, MemoryRead, MemoryWrite, Refuse, SkillLoad, SubagentSpawn
+from bus_schemas.actions import Action, Clarify, Finish, MemoryRead, MemoryWrite, Refuse, SkillLoad, SubagentSpawn
 from producers.backends.base import ToolSpec
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
@@ -139,3 +139,25 @@ def render_tool_calls(content: str, calls: Sequence[tuple[str, object]]) -> str:
         call = f'{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": {_arguments_json(arguments)}}}'
         blocks.append(f"{TOOL_CALL_OPEN}\n{call}\n{TOOL_CALL_CLOSE}")
     return "\n".join([content, *blocks] if content else blocks)
+
+
+NATIVE_FORMAT_DOC = """\
+Reply with optional reasoning followed by exactly one function call:
+<tool_call>
+{"name": "<function name>", "arguments": {<arguments matching its parameters>}}
+</tool_call>
+The functions are the tools, plus finish, memory_read, memory_write, skill_load, subagent_spawn, clarify and refuse \
+(their arguments are the action's fields; finish takes the final answer, or an empty one).
+Errors come back as observations with a code and a message; fix the call and try again."""
+"""The action format of a ``tool_call`` harness (``HarnessConfig.action_syntax``), in place of ``ACTION_FORMAT_DOC``."""
+
+
+def render_native_action(action: Action) -> str:
+    """An action as the native function call a tool-calling model writes: the text :func:`render_tool_calls` records
+    for a structured reply, a tool call's arguments sorted by name, another action named by its kind with its other
+    fields as the arguments. The parser reads it back to the same action."""
+    fields = action.model_dump(mode="json")
+    kind = fields.pop("kind")
+    if kind == "tool_call":
+        return render_tool_calls("", [(fields["name"], dict(sorted(fields["args"].items())))])
+    return render_tool_calls("", [(kind, fields)])

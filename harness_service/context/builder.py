@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
-from harness_service.config import CompactContext
+from harness_service.config import ActionSyntax, CompactContext
 from harness_service.context.feedback import clip
 from harness_service.context.history import HistoryTurn, summary_message
 from harness_service.context.messages import ChatMessage, encode_context, message_json, render_messages
@@ -34,6 +34,8 @@ class ContextInputs:
     history: Sequence[HistoryTurn] = ()
     compact: CompactContext | None = None
     """A compact system turn (``tools`` then holds the tools selected for this step, in order)."""
+    action_syntax: ActionSyntax = "action"
+    """The action format the system turn documents (``HarnessConfig.action_syntax``)."""
 
 
 @dataclass(frozen=True)
@@ -103,13 +105,13 @@ class ContextBuilder:
     def _system_message(self, inputs: ContextInputs) -> ChatMessage:
         """Rendered again only when its inputs change (a skill is loaded, a compact step shows other tools)."""
         tools, offered, loaded = tuple(inputs.tools), tuple(inputs.offered_skills), tuple(inputs.loaded_skills)
-        key = (inputs.instructions, tools, offered, loaded, inputs.compact)
+        key = (inputs.instructions, tools, offered, loaded, inputs.compact, inputs.action_syntax)
         if self._system is None or self._system[0] != key:
             if inputs.compact is None:
-                text = system_text(inputs.instructions, inputs.tools, inputs.offered_skills, inputs.loaded_skills)
+                text = system_text(inputs.instructions, tools, offered, loaded, inputs.action_syntax)
             else:
                 text = compact_system_text(
-                    inputs.instructions, inputs.tools, inputs.offered_skills, inputs.loaded_skills, inputs.compact
+                    inputs.instructions, tools, offered, loaded, inputs.compact, inputs.action_syntax
                 )
             self._system = key, ChatMessage(role="system", content=text)
         return self._system[1]

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import orjson
 
 from harness_service.actions.format import ACTION_FORMAT_DOC
-from harness_service.config import CompactContext
+from harness_service.actions.native import NATIVE_FORMAT_DOC
+from harness_service.config import ActionSyntax, CompactContext
 from harness_service.context.feedback import ObservationStyle, render_observation
 from harness_service.identity_cache import IdentityCache
 from harness_service.memory.records import MemoryRecord
@@ -50,9 +51,20 @@ render_tool = IdentityCache(_render_tool)
 """``_render_tool``, once per tool object: backends hand out the same (frozen) specs episode after episode."""
 
 
-def system_text(instructions: str, tools: Sequence[ToolSpec], offered: Sequence[Skill], loaded: Sequence[Skill]) -> str:
+def format_doc(syntax: ActionSyntax) -> str:
+    """The documented action format of a harness's ``action_syntax``."""
+    return NATIVE_FORMAT_DOC if syntax == "tool_call" else ACTION_FORMAT_DOC
+
+
+def system_text(
+    instructions: str,
+    tools: Sequence[ToolSpec],
+    offered: Sequence[Skill],
+    loaded: Sequence[Skill],
+    syntax: ActionSyntax = "action",
+) -> str:
     """Instructions, action format, tools sorted by name, offered skills and the full text of loaded ones."""
-    parts = [instructions.strip(), "# Action format\n" + ACTION_FORMAT_DOC]
+    parts = [instructions.strip(), "# Action format\n" + format_doc(syntax)]
     if tools:
         parts.append("# Tools\n" + "\n\n".join(render_tool(t) for t in sorted(tools, key=lambda t: t.name)))
     if offered:
@@ -82,6 +94,9 @@ def task_text(
 SHORT_ACTION_FORMAT = (
     "Actions: tool_call, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
 )
+SHORT_NATIVE_FORMAT = (
+    "Call one function: a tool, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
+)
 
 
 def tool_line(tool: ToolSpec, description_chars: int, note: str | None = None) -> str:
@@ -100,6 +115,7 @@ def compact_system_text(
     offered: Sequence[Skill],
     loaded: Sequence[Skill],
     profile: CompactContext,
+    syntax: ActionSyntax = "action",
 ) -> str:
     """The system turn of a compact harness profile, most important first (a window may keep only its head):
     instructions, the loaded skills (clipped), the tools selected for this step (in the order given), the
@@ -114,5 +130,8 @@ def compact_system_text(
         )
     if offered and profile.offer_skills:
         parts.append("# Skills: " + ", ".join(s.name for s in sorted(offered, key=lambda s: s.name)))
-    parts.append(SHORT_ACTION_FORMAT if profile.action_format == "short" else "# Action format\n" + ACTION_FORMAT_DOC)
+    if profile.action_format == "short":
+        parts.append(SHORT_NATIVE_FORMAT if syntax == "tool_call" else SHORT_ACTION_FORMAT)
+    else:
+        parts.append("# Action format\n" + format_doc(syntax))
     return "\n".join(parts)

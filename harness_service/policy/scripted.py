@@ -7,6 +7,8 @@ from functools import partial
 
 from bus_schemas.actions import Action, Finish, SubagentSpawn
 from harness_service.actions.format import render_action
+from harness_service.actions.native import render_native_action
+from harness_service.config import ActionSyntax
 from harness_service.context.messages import ChatMessage
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter, message_tokens
 from harness_service.identity_cache import IdentityCache
@@ -25,11 +27,19 @@ def _replay(items: Sequence[Action | str]) -> Solver:
 class ScriptedPolicy:
     """Each call returns the next scripted item; once the script ends, ``finish``.
 
-    Sub-agents share the script: a spawn is followed by the child's actions, then the parent's.
+    Sub-agents share the script: a spawn is followed by the child's actions, then the parent's. Actions are written
+    in ``syntax`` (``HarnessConfig.action_syntax``; a ``Harness`` sets it to its own), raw texts as they are.
     """
 
-    def __init__(self, script: Iterable[Action | str] | Solver, name: str, counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self,
+        script: Iterable[Action | str] | Solver,
+        name: str,
+        counter: TokenCounter | None = None,
+        syntax: ActionSyntax = "action",
+    ) -> None:
         self.name = f"scripted:{name}"
+        self.syntax: ActionSyntax = syntax
         self.model = self.name
         self._solver = script if isinstance(script, Generator) else _replay(list(script))
         self._last: Observation | None = None
@@ -43,7 +53,10 @@ class ScriptedPolicy:
 
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         item = self._next()
-        text = item if isinstance(item, str) else render_action(item)
+        if isinstance(item, str):
+            text = item
+        else:
+            text = render_native_action(item) if self.syntax == "tool_call" else render_action(item)
         return PolicyOutput(
             text=text,
             input_tokens=sum(map(self._message_tokens, messages)),

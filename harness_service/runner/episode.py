@@ -48,6 +48,7 @@ from harness_service.memory.consolidate import MemoryMerger, consolidate
 from harness_service.memory.store import MemoryStore
 from harness_service.policy.base import ObservingPolicy, Policy, PolicyOutput, step_generator
 from harness_service.policy.pricing import PriceTable
+from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.ports import BlobSink, EventSink
 from harness_service.runner.budgets import effective_budgets
 from harness_service.runner.executor import ActionExecutor, failure
@@ -95,6 +96,8 @@ class Harness:
         pinned = self.config.skill_library_version
         if pinned is not None and pinned != self.skills.version:
             raise ValueError(f"harness {self.config.name} expects skill library {pinned}, got {self.skills.version}")
+        if isinstance(self.policy, ScriptedPolicy):  # demonstrations are written the way the system turn documents
+            self.policy.syntax = self.config.action_syntax
 
     @property
     def version(self) -> str:
@@ -247,6 +250,7 @@ class _Episode:
             memories=recalled,
             first_observation=first,
             compact=self.h.config.compact,
+            action_syntax=self.h.config.action_syntax,
         )
         compact = self.h.config.compact
         self.goal_tools = select_tools(self.goal, tools, compact.tool_top_k) if compact is not None else []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,12 @@ def test_digest_names_the_content(tmp_path: Path) -> None:
     assert loaded == config and loaded.digest() == config.digest()
     assert HarnessConfig(instructions="Be verbose.").digest() != config.digest()
     assert config.digest().startswith("sha256:") and len(config.digest()) == 71
+    native = config.model_copy(update={"action_syntax": "tool_call"})
+    assert native.digest() != config.digest()
+    # versions made before ``action_syntax`` existed keep their digest: the default is left out of it
+    before = config.model_dump(exclude={"compact", "action_syntax"})
+    assert HarnessConfig.model_validate(before).digest() == config.digest()
+    assert json.loads(HarnessConfig.model_validate(before).model_dump_json())["action_syntax"] == "action"
 
 
 def test_unknown_fields_are_rejected() -> None:

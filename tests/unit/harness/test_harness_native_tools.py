@@ -22,11 +22,17 @@ from bus_schemas.actions import (
     ToolCall,
     ToolError,
 )
-from bus_schemas.events.episodes import ActionRejected, ActionTaken
-from harness_service.actions.format import render_action
-from harness_service.actions.native import ACTION_FUNCTIONS, function_tools, render_tool_calls
+from bus_schemas.events.episodes import ActionRejected, ActionTaken, ContextBuilt
+from harness_service.actions.format import ACTION_FORMAT_DOC, render_action
+from harness_service.actions.native import (
+    ACTION_FUNCTIONS,
+    NATIVE_FORMAT_DOC,
+    function_tools,
+    render_native_action,
+    render_tool_calls,
+)
 from harness_service.actions.parser import ActionParser
-from harness_service.config import CompactContext, HarnessConfig
+from harness_service.config import ActionSyntax, CompactContext, HarnessConfig
 from harness_service.context.messages import ChatMessage
 from harness_service.http.streaming import CancellablePolicy, ClientGone
 from harness_service.policy.base import ToolCallingPolicy, generate_step
@@ -235,3 +241,39 @@ def test_only_tool_calling_policies_get_the_tools_and_a_cancelled_wrapper_still_
     cancelled.set()
     with pytest.raises(ClientGone):
         generate_step(wrapped, messages, NOTE_TOOLS)
+
+
+@pytest.mark.parametrize(
+    "action", [ToolCall(name="notes.search", args={"query": "hi", "limit": 2}), *NON_TOOL_ACTIONS], ids=lambda a: a.kind
+)
+def test_an_action_written_as_a_native_call_parses_back_to_itself(action: Any) -> None:
+    text = render_native_action(action)
+    assert text.startswith("<tool_call>\n{") and text.endswith("}\n</tool_call>") and "<action>" not in text
+    assert PARSER.parse(text) == action
+    if isinstance(action, ToolCall):  # arguments sorted by name, as the documented format writes them
+        assert '"arguments": {"limit": 2, "query": "hi"}' in text
+
+
+def test_a_tool_call_harness_documents_native_calls_and_its_scripted_demonstrations_write_them() -> None:
+    """``action_syntax="tool_call"`` (what ``--base-model`` uses): the system turn documents function calls and a
+    scripted policy (the reference solver's demonstrations) writes the Hermes text Qwen's template writes; the
+    default harness, running the same script, keeps the documented ``<action>`` format."""
+    script = [ToolCall(name="notes.add", args={"text": "hello"}), Finish(answer="hello")]
+    recorded: dict[str, tuple[list[str], str]] = {}
+    syntaxes: tuple[ActionSyntax, ...] = ("action", "tool_call")
+    for syntax in syntaxes:
+        events, blobs, backend, reason = run(ScriptedPolicy(script, "demo"), HarnessConfig(action_syntax=syntax))
+        assert reason == "finished" and backend.notes == ["hello"]
+        taken = [e for e in events if isinstance(e, ActionTaken)]
+        assert [e.action for e in taken] == script
+        context = json.loads(blobs.get(next(e for e in events if isinstance(e, ContextBuilt)).context))
+        recorded[syntax] = ([blobs.get(e.raw_output).decode() for e in taken], context["messages"][0]["content"])
+    native, native_system = recorded["tool_call"]
+    assert native == [render_native_action(a) for a in script]
+    assert native[0] == '<tool_call>\n{"name": "notes.add", "arguments": {"text": "hello"}}\n</tool_call>'
+    assert NATIVE_FORMAT_DOC in native_system and "<action>" not in native_system
+    documented, system = recorded["action"]
+    assert documented == [render_action(a) for a in script] and ACTION_FORMAT_DOC in system
+    compact = HarnessConfig(compact=CompactContext(), action_syntax="tool_call")
+    events, _, _, reason = run(ScriptedPolicy(script, "demo"), compact)
+    assert reason == "finished"

@@ -38,7 +38,7 @@ RUN = "run-base"
 
 def base_config(checkpoint: Path, work: Path, lora: LoraSettings | None = None) -> LearnerConfig:
     """``for_base_model`` as ``--base-model`` sets it, made small for CPU: tool_use at difficulty 1, the compact
-    harness, a 768-token window and a few steps."""
+    harness (with the native call syntax ``for_base_model`` chose), a 768-token window and a few steps."""
     config = for_base_model(
         LearnerConfig(
             cold_start_seeds=1,
@@ -52,7 +52,7 @@ def base_config(checkpoint: Path, work: Path, lora: LoraSettings | None = None) 
     )
     return config.model_copy(
         update={
-            "harness": tiny_harness(),
+            "harness": tiny_harness().model_copy(update={"action_syntax": config.harness.action_syntax}),
             "max_prompt_tokens": 768,
             "max_new_tokens": 24,
             "sft": config.sft.model_copy(update={"max_steps": 3, "batch_size": 4, "learning_rate": 5e-3}),
@@ -153,6 +153,10 @@ def test_a_users_checkpoint_trains_fully_and_with_lora_and_keeps_its_template(
     assert saved["chat_template"] and saved["native_tools"] and saved["max_prompt_tokens"] == 768
     examples = current_dataset(embedded_ports, full).examples
     assert examples and all(e.functions() for e in examples)
+    # the demonstrations are native function calls, the format the checkpoint's template was made for
+    assert full.harness.action_syntax == "tool_call"
+    assert all(re.fullmatch(r"<tool_call>\n\{.*\}\n</tool_call>", e.completion, re.S) for e in examples)
+    assert any('"name": "finish"' in e.completion for e in examples)
     actions = {f["function"]["name"] for f in function_tools([])}
     listed = [set(re.findall(r"^- ([\w.]+)\(", e.prompt, re.M)) for e in examples]  # the compact turn's tool lines
     assert len({frozenset(names) for names in listed}) > 1  # the steps show different tools
@@ -192,7 +196,8 @@ def test_a_users_checkpoint_trains_fully_and_with_lora_and_keeps_its_template(
 
 def test_the_cli_trains_a_users_checkpoint_with_lora(embedded_ports: Ports, tmp_path: Path) -> None:
     checkpoint = users_checkpoint(tmp_path / "user-model")
-    seed_reference_episodes(embedded_ports, base_config(checkpoint, tmp_path / "work"), run_id=RUN)
+    seeded = base_config(checkpoint, tmp_path / "work").model_copy(update={"harness": tiny_harness()})
+    seed_reference_episodes(embedded_ports, seeded, run_id=RUN)  # `flywheel train seed`: the tiny harness's demos
     args = [
         "train",
         "sft",
