@@ -35,6 +35,13 @@ def episode_events(bus: Bus, episode_id: str) -> list[Event]:
     return out
 
 
+def run_namespaces(bus: Bus) -> list[str]:
+    """The namespaces (``flywheel run`` ids) that hold episodes on ``bus``, sorted: a run's episodes live in its
+    own topics (``<run_id>.episodes``), not in the bus's top-level ones."""
+    suffix = f".{TOPIC_EPISODES}"
+    return sorted(topic.removesuffix(suffix) for topic in bus.topics() if topic.endswith(suffix))
+
+
 def _brief(value: object, limit: int = 100) -> str:
     text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -12,12 +12,13 @@ from rich.table import Table
 
 from infra.audit.export import export_trajectories
 from infra.audit.replay import Scope, replay_verify
-from infra.audit.timeline import describe, episode_events
+from infra.audit.timeline import describe, episode_events, run_namespaces
 from infra.bootstrap import Ports, open_blob_store, open_bus, open_ports
 from infra.cli.consume import LazyRegistry
 from infra.cli.errors import CliError
 from infra.cli.run import BlobsOpt, BusOpt, RegistryOpt
 from infra.config import load_settings, mask_credentials
+from infra.loop.run import run_namespace
 
 console = Console()
 DETERMINISTIC = ("verifier", "curator", "diagnoser")
@@ -110,19 +111,26 @@ def replay(
 @episode_app.command("show")
 def show(
     episode_id: Annotated[str, typer.Argument(help="The episode id")],
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", help="The flywheel run the episode belongs to (its topics are namespaced by it)."),
+    ] = None,
     bus: BusOpt = None,
     blobs: BlobsOpt = None,
     registry: RegistryOpt = None,
 ) -> None:
     """Print an episode's timeline: context sizes, actions, feedback, verdict, curation, diagnosis."""
     settings = load_settings(bus=bus, blobs=blobs, registry=registry)
-    bus_port = open_bus(settings.bus, settings)
+    url = settings.bus if run_id is None else run_namespace(settings.bus, run_id)
+    bus_port = open_bus(url, settings)
     try:
         events = episode_events(bus_port, episode_id)
+        runs = run_namespaces(bus_port) if not events and run_id is None else []
     finally:
         bus_port.close()
     if not events:
-        console.print(f"[red]no events for episode {episode_id}[/]")
+        hint = f" (runs on this bus: {', '.join(runs[-10:])}; pass --run-id RUN)" if runs else ""
+        console.print(f"[red]no events for episode {episode_id}{hint}[/]", soft_wrap=True)
         raise typer.Exit(1)
     for event in events:
         for line in describe(event):

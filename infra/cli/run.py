@@ -207,3 +207,4 @@ def run(
         f"at {mask_credentials(settings.registry)}"
     )
     console.print(f"audit:  flywheel replay --bus '{mask_credentials(result.bus_url)}' --from-start --verify")
+    console.print(f"episode: flywheel episode show EPISODE_ID --run-id {name} --bus '{mask_credentials(settings.bus)}'")
