@@ -11,6 +11,7 @@ accepted.
 
 from __future__ import annotations
 
+import heapq
 import random
 import uuid
 from collections.abc import Sequence
@@ -79,13 +80,16 @@ def start_round(
     )
 
 
-def _weight(task: TaskSpecified, plan: SamplingPlanUpdated) -> float:
-    tags = [plan.tag_weights.get(t, 1.0) for t in task.tags]
-    return (
-        plan.task_weights.get(task.task_id, 1.0)
-        * plan.category_weights.get(task.category, 1.0)
-        * (sum(tags) / len(tags) if tags else 1.0)
-    )
+def _weights(tasks: Sequence[TaskSpecified], plan: SamplingPlanUpdated) -> list[float]:
+    """Each task's weight times its category's times the mean of its tags' (1.0 for what the plan does not name).
+    A plan without tag weights skips the tags: their mean would be exactly 1.0."""
+    by_task, by_category, by_tag = plan.task_weights, plan.category_weights, plan.tag_weights
+    weights = [by_task.get(t.task_id, 1.0) * by_category.get(t.category, 1.0) for t in tasks]
+    if by_tag:
+        for i, task in enumerate(tasks):
+            if task.tags:
+                weights[i] *= sum([by_tag.get(tag, 1.0) for tag in task.tags]) / len(task.tags)
+    return weights
 
 
 def _weighted_draws(
@@ -93,14 +97,16 @@ def _weighted_draws(
 ) -> list[TaskSpecified]:
     """``k`` draws by weight, without replacement until every task with weight > 0 was drawn, then again.
 
-    Weighted sampling without replacement by exponential keys (Efraimidis-Spirakis): each pass orders the
-    tasks by ``u ** (1 / w)``; a task is repeated only when a round asks for more rollouts than there are tasks.
+    Weighted sampling without replacement by exponential keys (Efraimidis-Spirakis): each pass takes the tasks
+    with the largest ``u ** (1 / w)``; a task is repeated only when a round asks for more rollouts than there are
+    tasks. ``heapq.nlargest`` is ``sorted(..., reverse=True)[:n]`` (same keys drawn in the same order, same ties)
+    without sorting the whole pool for a round of a few rollouts.
     """
     pool = [(t, w) for t, w in zip(tasks, weights, strict=True) if w > 0]
     picks: list[TaskSpecified] = []
     while len(picks) < k:
-        ordered = sorted(pool, key=lambda tw: rng.random() ** (1.0 / tw[1]), reverse=True)
-        picks.extend(t for t, _ in ordered[: k - len(picks)])
+        ordered = heapq.nlargest(k - len(picks), pool, key=lambda tw: rng.random() ** (1.0 / tw[1]))
+        picks.extend(t for t, _ in ordered)
     return picks
 
 
@@ -127,7 +133,7 @@ def schedule(
     if is_scripted(started.policy_version):
         temperature = None
     tasks = sorted(train, key=lambda t: t.task_id)
-    weights = [_weight(t, plan) for t in tasks]
+    weights = _weights(tasks, plan)
     if not tasks or not any(weights):
         return []
     rng = random.Random(draw_key(seed, started.round))

@@ -6,7 +6,9 @@ remember what this process already emitted, so redelivery and same-batch repeats
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from bus_schemas.envelope import Event, Producer
 from bus_schemas.events import (
@@ -59,11 +61,39 @@ DECISIONS = (TrajectoryAdmitted, TrajectoryRejected, TrajectoryQuarantined)
 HARNESS_ANSWERS = (HarnessRevisionSkipped, HarnessRevisionProposed, HarnessRevisionDecided, HarnessVersionPublished)
 
 
+@dataclass
+class _View:
+    """One run's events of ``kind`` on one topic, in log order and grouped (tasks by split, the rest by round),
+    extended with only what the topic's index appended since the last look: a read costs the new events, not the
+    run's history (a run of thousands of rounds read its whole history for every event)."""
+
+    kind: type | tuple[type, ...]
+    seen: int = 0
+    events: list[Any] = field(default_factory=list)
+    groups: dict[object, list[Any]] = field(default_factory=dict)
+
+    def extend(self, log: list[Event]) -> _View:
+        if len(log) < self.seen:  # the index was rebuilt: start over
+            self.seen, self.events, self.groups = 0, [], {}
+        for event in log[self.seen :]:
+            if isinstance(event, self.kind):
+                self.events.append(event)
+                group = event.split if isinstance(event, TaskSpecified) else event.round
+                self.groups.setdefault(group, []).append(event)
+        self.seen = len(log)
+        return self
+
+
 class RoundController:
     def __init__(self, config: RoundConfig | None = None) -> None:
         self.config = config or RoundConfig()
         self.ports: Ports | None = None
         self._fired: set[tuple[str, int]] = set()
+        self._views: dict[tuple[str, str, object], _View] = {}
+        self._caught_up: set[str] = set()
+        self._train: dict[str, tuple[int, set[str]]] = {}
+        """Topics read up to their end while handling the current event (once each: on Kafka a look at the end
+        offsets is a request)."""
 
     @cached_property
     def logs(self) -> dict[str, LogIndex]:
@@ -71,27 +101,33 @@ class RoundController:
         topics = (TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS, TOPIC_CURATION, TOPIC_MODELS, TOPIC_HARNESS)
         return {t: LogIndex(self.ports.bus, t, lambda e: e.run_id) for t in topics}
 
+    def _view(self, topic: str, run_id: str, kind: type | tuple[type, ...]) -> _View:
+        if topic not in self._caught_up:
+            self.logs[topic].catch_up()
+            self._caught_up.add(topic)
+        view = self._views.setdefault((topic, run_id, kind), _View(kind))
+        return view.extend(self.logs[topic].get(run_id))
+
     def _read(self, topic: str, run_id: str, kind: type | tuple[type, ...]) -> list:
-        self.logs[topic].catch_up()
-        return [e for e in self.logs[topic].get(run_id) if isinstance(e, kind)]
+        """The run's ``kind`` events on ``topic`` in log order (shared: callers do not modify it)."""
+        return self._view(topic, run_id, kind).events
 
     def _started(self, run_id: str, round_: int | None) -> RoundStarted:
-        found = [e for e in self._read(TOPIC_ROUNDS, run_id, RoundStarted) if e.round == round_]
+        found = self._view(TOPIC_ROUNDS, run_id, RoundStarted).groups.get(round_)
         if not found:
             raise MissingInput(f"no RoundStarted for run {run_id!r} round {round_}")
         return found[0]
 
     def _tasks(self, run_id: str, split: str) -> list[TaskSpecified]:
-        return [t for t in self._read(TOPIC_TASKS, run_id, TaskSpecified) if t.split == split]
+        return self._view(TOPIC_TASKS, run_id, TaskSpecified).groups.get(split, [])
 
     def _done(self, run_id: str, round_: int) -> bool:
         """Was this round closed already (on the log or by this process)?"""
-        return ("complete", round_) in self._fired or any(
-            e.round == round_ for e in self._read(TOPIC_ROUNDS, run_id, RoundCompleted)
-        )
+        return ("complete", round_) in self._fired or round_ in self._view(TOPIC_ROUNDS, run_id, RoundCompleted).groups
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         self.ports = ports
+        self._caught_up.clear()
         run, r = event.run_id, event.round
         if isinstance(event, RoundCompleted):
             return list(
@@ -181,10 +217,20 @@ class RoundController:
             )
         )
 
+    def _train_ids(self, run_id: str) -> set[str]:
+        """The ids of the run's train tasks (shared: callers do not modify it), extended as tasks arrive."""
+        tasks = self._tasks(run_id, "train")
+        seen, ids = self._train.get(run_id, (0, set()))
+        if seen > len(tasks):  # the index was rebuilt
+            seen, ids = 0, set()
+        ids.update(t.task_id for t in tasks[seen:])
+        self._train[run_id] = (len(tasks), ids)
+        return ids
+
     def _verdicts(self, run_id: str, round_: int) -> list[EpisodeVerified]:
-        train = {t.task_id for t in self._tasks(run_id, "train")}
+        train = self._train_ids(run_id)
         return [
-            v for v in self._read(TOPIC_VERDICTS, run_id, EpisodeVerified) if v.round == round_ and v.task_id in train
+            v for v in self._view(TOPIC_VERDICTS, run_id, EpisodeVerified).groups.get(round_, []) if v.task_id in train
         ]
 
     def _after_decision(self, event: Event, started: RoundStarted) -> list[Event]:
@@ -193,16 +239,16 @@ class RoundController:
             return []
         if any(e.round == r for e in self._read(TOPIC_MODELS, run, TrainingRequested)):
             return []
-        train = {t.task_id for t in self._tasks(run, "train")}
-        decisions = [e for e in self._read(TOPIC_CURATION, run, DECISIONS) if e.task_id in train]
-        if len({e.episode_id for e in decisions if e.round == r}) < started.planned_rollouts:
+        train = self._train_ids(run)
+        decisions = self._view(TOPIC_CURATION, run, DECISIONS)
+        if len({e.episode_id for e in decisions.groups.get(r, []) if e.task_id in train}) < started.planned_rollouts:
             return []
         # Every training run learns from all admitted trajectories so far (the dataset is the whole curated log).
         admitted = len(
             {
                 e.episode_id
-                for e in decisions
-                if isinstance(e, TrajectoryAdmitted) and e.round is not None and e.round <= r
+                for e in decisions.events
+                if isinstance(e, TrajectoryAdmitted) and e.task_id in train and e.round is not None and e.round <= r
             }
         )
         self._fired.add(("curated", r))

@@ -85,7 +85,7 @@ def test_the_seed_draws_anew_and_seed_0_draws_as_before_seeds_existed():
     and seeds, and the same seed twice draws the same."""
     import random
 
-    from consumers.round_controller.handler import _weight, _weighted_draws
+    from consumers.round_controller.handler import _weighted_draws, _weights
 
     train = [t for t in suite() if t.split == "train"]
     even = {"memory": 1.0, "tool_use": 1.0, "skills": 1.0, "sub_agent": 1.0}
@@ -97,7 +97,7 @@ def test_the_seed_draws_anew_and_seed_0_draws_as_before_seeds_existed():
 
     tasks = sorted(train, key=lambda t: t.task_id)
     rng = random.Random("round-0")  # the key before seeds existed
-    before = [t.task_id for t in _weighted_draws(rng, tasks, [_weight(t, plan) for t in tasks], 16)]
+    before = [t.task_id for t in _weighted_draws(rng, tasks, _weights(tasks, plan), 16)]
     assert [task for task, _ in draw(0)] == before and draw(0) == draw(0)
     assert draw(0) == [(r.task_id, r.seed) for r in schedule(plan, started, train, P)]  # 0 is the default
     assert draw(7) == draw(7)
@@ -330,6 +330,59 @@ def test_draws_cover_every_task_before_repeating_one_and_follow_the_weights():
     firsts = [_weighted_draws(random.Random(seed), tasks, heavy, 1)[0] for seed in range(200)]
     assert firsts.count(tasks[0]) > 150  # a task with 100x the weight comes first most of the time
     assert tasks[1] not in _weighted_draws(random.Random(2), tasks, [1.0, 0.0] + [1.0] * 8, 30)
+
+
+def test_a_tasks_weight_is_task_times_category_times_its_tags_mean():
+    from consumers.round_controller.handler import _weights
+
+    tasks = [t for t in suite() if t.split == "train" and t.tags][:50]
+    tag = tasks[0].tags[0]
+    plan = SamplingPlanUpdated(
+        **IDS,
+        plan_id="p",
+        task_weights={tasks[1].task_id: 3.0},
+        category_weights={tasks[2].category: 0.5},
+        tag_weights={tag: 1.7},
+        reweighter_version="v",
+    )
+    expected = [
+        plan.task_weights.get(t.task_id, 1.0)
+        * plan.category_weights.get(t.category, 1.0)
+        * (sum(plan.tag_weights.get(g, 1.0) for g in t.tags) / len(t.tags))
+        for t in tasks
+    ]
+    assert _weights(tasks, plan) == expected and any(w not in (1.0, 3.0, 0.5, 1.5) for w in expected)
+    untagged = plan.model_copy(update={"tag_weights": {}})
+    assert _weights(tasks, untagged) == [
+        untagged.task_weights.get(t.task_id, 1.0) * untagged.category_weights.get(t.category, 1.0) for t in tasks
+    ]
+
+
+def test_draws_are_the_full_sort_of_the_exponential_keys_ties_included():
+    """The draw takes the top keys of each pass without sorting the whole pool; it must pick exactly what sorting
+    every key picked (same keys from the same random stream, ties in pool order), or seeded runs draw anew. Tiny
+    weights make ties: ``u ** (1 / w)`` underflows to 0.0."""
+    import random
+
+    from consumers.round_controller.handler import _weighted_draws
+
+    def by_sorting(rng: random.Random, tasks: list, weights: list[float], k: int) -> list:
+        pool = [(t, w) for t, w in zip(tasks, weights, strict=True) if w > 0]
+        picks: list = []
+        while len(picks) < k:
+            ordered = sorted(pool, key=lambda tw: rng.random() ** (1.0 / tw[1]), reverse=True)
+            picks.extend(t for t, _ in ordered[: k - len(picks)])
+        return picks
+
+    tasks = [t for t in suite() if t.split == "train"][:40]
+    cases = random.Random(5)
+    for case in range(300):
+        weights = [cases.choice((0.0, 1e-3, 0.2, 1.0, 3.0)) for _ in tasks]
+        weights[case % len(tasks)] = 1.0  # at least one task can be drawn
+        k = cases.choice((1, 2, 5, 39, 40, 41, 97))
+        a, b = random.Random(f"draw-{case}"), random.Random(f"draw-{case}")
+        assert _weighted_draws(a, tasks, weights, k) == by_sorting(b, tasks, weights, k), case
+        assert a.random() == b.random()  # the stream is where the sort left it: the seeds drawn next agree
 
 
 def test_a_models_rollouts_sample_at_the_configured_temperature_and_the_reference_solvers_do_not(ports):
