@@ -139,7 +139,10 @@ class RoundController:
             return []
         started = self._started(run, r)
         if isinstance(event, SamplingPlanUpdated):
-            train = self._tasks(run, "train")
+            # The pool the plan was made over: tasks generated for this round's own requests (the reweighter asks
+            # for them with the plan) arrive while the draw is made, and drawing from whichever had arrived made a
+            # seeded run's draws differ from run to run. They join the next round's pool.
+            train = [t for t in self._tasks(run, "train") if t.round is None or t.round < r]
             return list(schedule(event, started, train, PRODUCER, self.config.rollout_temperature, self.config.seed))
         if isinstance(event, ModelVersionRegistered):
             policy = f"{event.model_name}/{event.model_version}"

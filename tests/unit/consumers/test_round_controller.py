@@ -6,6 +6,7 @@ import pytest
 from consumer_factory import IDS, P, suite, verdict
 
 from bus_schemas.blob_ref import BlobRef
+from bus_schemas.envelope import new_event_id
 from bus_schemas.events import (
     CategoryScore,
     DevSetEvaluated,
@@ -112,6 +113,29 @@ def test_the_configured_seed_reaches_the_draw(ports):
     seeded = [(r.task_id, r.seed) for r in ctl.handle(plan, ports)]
     assert seeded != [(r.task_id, r.seed) for r in RoundController().handle(plan, ports)]
     assert seeded == [(r.task_id, r.seed) for r in RoundController(RoundConfig(seed=3)).handle(plan, ports)]
+
+
+def test_tasks_generated_for_the_rounds_own_requests_wait_for_the_next_round(ports):
+    """The reweighter asks for new tasks with the plan; the task constructor's answers arrive while the round is
+    drawn. The draw must not depend on how many arrived: it is made over the tasks of earlier rounds, and the new
+    ones are drawn from in the next round."""
+    ctl, started, train = _setup(ports, planned=16)
+    even = {"memory": 1.0, "tool_use": 1.0, "skills": 1.0, "sub_agent": 1.0}
+    plan = SamplingPlanUpdated(**IDS, plan_id="run-test/round-0", category_weights=even, reweighter_version="v")
+    before = [(r.task_id, r.seed) for r in RoundController().handle(plan, ports)]
+    fresh = [  # answers to this round's generation requests: the same round on the envelope
+        t.model_copy(update={"task_id": f"gen/{t.task_id}", "event_id": new_event_id(), "round": 0})
+        for t in train[:200]
+    ]
+    publish_all(ports.bus, fresh)
+    assert [(r.task_id, r.seed) for r in ctl.handle(plan, ports)] == before
+    nxt = start_round("run-test", 1, "p0", "h0", 400, P)
+    publish_all(ports.bus, [nxt])
+    later = SamplingPlanUpdated(
+        **{**IDS, "round": 1}, plan_id="run-test/round-1", category_weights=even, reweighter_version="v"
+    )
+    drawn = {r.task_id for r in RoundController().handle(later, ports)}
+    assert drawn & {t.task_id for t in fresh}  # the next round draws from them
 
 
 def _decision(task, i, admitted=True):
