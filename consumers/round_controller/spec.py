@@ -91,9 +91,10 @@ class RoundController:
         self._fired: set[tuple[str, int]] = set()
         self._views: dict[tuple[str, str, object], _View] = {}
         self._caught_up: set[str] = set()
-        self._train: dict[str, tuple[int, set[str]]] = {}
         """Topics read up to their end while handling the current event (once each: on Kafka a look at the end
         offsets is a request)."""
+        self._train: dict[str, tuple[int, set[str]]] = {}
+        """Per run: how many train tasks its set of train task ids was built from, and the set."""
 
     @cached_property
     def logs(self) -> dict[str, LogIndex]:
