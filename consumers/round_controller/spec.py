@@ -71,15 +71,19 @@ class _View:
     seen: int = 0
     events: list[Any] = field(default_factory=list)
     groups: dict[object, list[Any]] = field(default_factory=dict)
+    task_ids: dict[object, set[str]] = field(default_factory=dict)
+    """Per group, the ids of its tasks (task views only)."""
 
     def extend(self, log: list[Event]) -> _View:
         if len(log) < self.seen:  # the index was rebuilt: start over
-            self.seen, self.events, self.groups = 0, [], {}
+            self.seen, self.events, self.groups, self.task_ids = 0, [], {}, {}
         for event in log[self.seen :]:
             if isinstance(event, self.kind):
                 self.events.append(event)
                 group = event.split if isinstance(event, TaskSpecified) else event.round
                 self.groups.setdefault(group, []).append(event)
+                if isinstance(event, TaskSpecified):
+                    self.task_ids.setdefault(group, set()).add(event.task_id)
         self.seen = len(log)
         return self
 
@@ -93,8 +97,6 @@ class RoundController:
         self._caught_up: set[str] = set()
         """Topics read up to their end while handling the current event (once each: on Kafka a look at the end
         offsets is a request)."""
-        self._train: dict[str, tuple[int, set[str]]] = {}
-        """Per run: how many train tasks its set of train task ids was built from, and the set."""
 
     @cached_property
     def logs(self) -> dict[str, LogIndex]:
@@ -222,14 +224,8 @@ class RoundController:
         )
 
     def _train_ids(self, run_id: str) -> set[str]:
-        """The ids of the run's train tasks (shared: callers do not modify it), extended as tasks arrive."""
-        tasks = self._tasks(run_id, "train")
-        seen, ids = self._train.get(run_id, (0, set()))
-        if seen > len(tasks):  # the index was rebuilt
-            seen, ids = 0, set()
-        ids.update(t.task_id for t in tasks[seen:])
-        self._train[run_id] = (len(tasks), ids)
-        return ids
+        """The ids of the run's train tasks (shared: callers do not modify it)."""
+        return self._view(TOPIC_TASKS, run_id, TaskSpecified).task_ids.get("train", set())
 
     def _verdicts(self, run_id: str, round_: int) -> list[EpisodeVerified]:
         train = self._train_ids(run_id)
