@@ -101,6 +101,10 @@ ErrorCode = Literal[
     "internal",
 ]
 
+SAFETY_CODES: frozenset[ErrorCode] = frozenset({"permission_denied", "needs_confirmation"})
+"""Errors of a safety gate (a permission to grant, an action to confirm): hitting one and recovering is a
+demonstration of the gate, not a mistake."""
+
 
 class ToolError(_Frozen):
     """Structured feedback for a failed action: the policy reads it, nothing raises."""

@@ -218,6 +218,7 @@ def run_sft(
             "goal_tokens": prompt_window.goal_tokens,
             "system_tokens": prompt_window.system_tokens,
             "examples_self": data.self_examples,
+            "wasted_self_turns": data.wasted_self_turns,
             "self_weight": config.self_weight,
             **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
         },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from bus_schemas.actions import SAFETY_CODES
 from bus_schemas.events import (
     ActionRejected,
     AnswerCriterion,
@@ -13,8 +14,6 @@ from bus_schemas.events import (
     TaskSpecified,
 )
 from consumers.common.episode import EpisodeRecord
-
-SAFETY_CODES = {"permission_denied", "needs_confirmation"}
 
 
 def malformed(task: TaskSpecified, episode: EpisodeRecord) -> list[str]:

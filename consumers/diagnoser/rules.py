@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
-from bus_schemas.actions import MemoryRead, MemoryWrite
+from bus_schemas.actions import SAFETY_CODES, MemoryRead, MemoryWrite
 from bus_schemas.events import (
     AnswerCriterion,
     CallForbiddenCriterion,
@@ -51,7 +51,6 @@ class Finding:
 
 Rule = Callable[[TaskSpecified, EpisodeRecord, EpisodeVerified], Finding | None]
 ENVIRONMENT_CODES = {"unavailable", "internal"}
-SAFETY_CODES = {"permission_denied", "needs_confirmation"}
 MAX_CONFIDENCE = 0.95
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 
+from bus_schemas.actions import SAFETY_CODES
 from bus_schemas.events import is_scripted
 from harness_service.actions.native import function_tools
 from harness_service.config import HarnessConfig
@@ -17,7 +18,7 @@ from harness_service.context.messages import render_messages
 from harness_service.skills.library import SkillLibrary
 from learner.dataset.episodes import EpisodeLog
 from learner.dataset.harnesses import HarnessResolver
-from learner.dataset.render import BlobReader, RenderMismatch, rerender_episode
+from learner.dataset.render import BlobReader, RenderedStep, RenderMismatch, rerender_episode
 
 MANIFEST_MEDIA_TYPE = "application/vnd.flywheel.dataset+json"
 _log = logging.getLogger(__name__)
@@ -51,7 +52,10 @@ class DatasetBuild:
     offsets: dict[str, int] = field(default_factory=dict)
     harness_versions: list[str] = field(default_factory=list)
     model_episodes: set[str] = field(default_factory=set)
-    """Selected episodes the model produced (not a scripted policy such as the reference solver)."""
+    """Selected episodes the model produced (not a scripted policy such as the reference solver), with the
+    sub-agent episodes they spawned (the model played those too)."""
+    wasted_self_turns: int = 0
+    """Valid turns of the model's own episodes left out because they moved nothing forward (``wasted_turns``)."""
 
     @property
     def self_examples(self) -> int:
@@ -95,6 +99,28 @@ def _canonical(log: EpisodeLog, episode_id: str) -> tuple[str, str, int, str]:
     if record is None:
         return ("", "", 0, episode_id)
     return (record.started.task_id, record.started.policy_version, record.started.seed, episode_id)
+
+
+def wasted_turns(steps: list[RenderedStep]) -> set[tuple[str, int]]:
+    """The (episode, step) of turns that moved nothing forward: the tool failed (except at a safety gate, where
+    failing first and recovering is what a demonstration shows), the output repeats an earlier one of the same
+    (sub-)episode word for word, or the action returned nothing and changed nothing.
+
+    Left out of the model's own successes: the success admits the episode, not every detour on the way (a model
+    that searched an unrelated name before the right one would otherwise be taught the unrelated search). The
+    turns stay in the later prompts, which show what the model saw."""
+    wasted, seen = set(), set()
+    for s in steps:
+        obs = s.observation
+        if (s.episode_id, s.output) in seen:
+            wasted.add((s.episode_id, s.step))
+        elif obs is not None and (
+            (obs.error is not None and obs.error.code not in SAFETY_CODES)
+            or (obs.error is None and not obs.changes and not obs.flags and obs.result in (None, [], {}, ""))
+        ):
+            wasted.add((s.episode_id, s.step))
+        seen.add((s.episode_id, s.output))
+    return wasted
 
 
 def _plan_weight(log: EpisodeLog, task_id: str) -> float:
@@ -150,8 +176,11 @@ def build_dataset(
             continue
         versions.add(record.started.harness_version)
         own = not is_scripted(record.started.policy_version)
+        wasted: set[tuple[str, int]] = set()
         if own:
-            build.model_episodes.add(episode_id)
+            build.model_episodes.update(s.episode_id for s in steps)
+            wasted = wasted_turns(steps)
+            build.wasted_self_turns += sum(s.valid and (s.episode_id, s.step) in wasted for s in steps)
         scaled = weight * _plan_weight(log, task.task_id) * (self_weight if own else 1.0)
         build.examples.extend(
             Example(
@@ -165,7 +194,7 @@ def build_dataset(
                 orjson.dumps(function_tools(s.tools)).decode() if with_tools else "",
             )
             for s in steps
-            if s.valid
+            if s.valid and (s.episode_id, s.step) not in wasted
         )
     build.harness_versions = sorted(versions)
     return build

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bus_schemas.actions import SubagentSpawn
 from bus_schemas.envelope import Event
-from bus_schemas.events.episodes import ContextBuilt
+from bus_schemas.events.episodes import ContextBuilt, ObservationReturned
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.context.messages import ChatMessage, decode_context
@@ -48,6 +48,8 @@ class RenderedStep:
     """False for an output the harness rejected (a training target for RL, never for SFT)."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools the harness offered the policy at this step (what a tool-calling policy gets as ``tools``)."""
+    observation: ObservationReturned | None = None
+    """What the step's action returned in the replay (None for an action without one, e.g. ``finish``)."""
 
 
 class _Replay:
@@ -128,6 +130,7 @@ def rerender_episode(
     backend = _backend(episode_id, record.started.backend)
     run_episode(harness, task, backend, RunIds(run_id="rerender", episode_id=episode_id), memory, record.started.seed)
     contexts = [e for e in replayed if isinstance(e, ContextBuilt)]
+    observations = {(e.episode_id, e.step): e for e in replayed if isinstance(e, ObservationReturned)}
     if len(contexts) < len(order):
         raise RenderMismatch(f"{episode_id}: replay built {len(contexts)} contexts, the record has {len(order)}")
     steps = []
@@ -137,5 +140,6 @@ def rerender_episode(
         if built.context.sha256 != recorded:
             raise RenderMismatch(f"{rec.episode_id} step {step}: re-rendered context differs from the recorded blob")
         messages = tuple(decode_context(blobs.data[recorded]))
-        steps.append(RenderedStep(rec.episode_id, step, messages, output, step in rec.actions, tools))
+        observation = observations.get((built.episode_id, built.step))
+        steps.append(RenderedStep(rec.episode_id, step, messages, output, step in rec.actions, tools, observation))
     return steps

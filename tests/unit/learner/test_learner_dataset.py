@@ -144,19 +144,75 @@ def test_undecodable_records_on_the_log_are_skipped_not_fatal(seeded) -> None:
     assert sum(log.offsets.values()) == sum(clean.offsets.values()) + 1
 
 
-def test_self_weight_scales_only_the_models_own_episodes(seeded) -> None:
+def _as_models(log, episode_id: str, version: str = "planner/2") -> None:
+    """Mark ``episode_id`` as produced by a model version (not the reference solver) in ``log``."""
     from dataclasses import replace
 
+    record = log.episodes[episode_id]
+    log.episodes[episode_id] = replace(record, started=record.started.model_copy(update={"policy_version": version}))
+
+
+def test_self_weight_scales_only_the_models_own_episodes_and_their_sub_agents(seeded) -> None:
     ports, config = seeded
     log = read_log(ports.bus)
-    own = sorted(eid for eid, r in log.episodes.items() if r.started.parent_episode_id is None)[0]
-    record = log.episodes[own]
-    log.episodes[own] = replace(record, started=record.started.model_copy(update={"policy_version": "planner/2"}))
+    delegating = [eid for eid, r in log.episodes.items() if r.started.parent_episode_id is None and log.children(eid)]
+    own = sorted(delegating)[0]
+    family = {own} | {child.episode_id for child in log.children(own)}
+    _as_models(log, own)
     configs = {harness_version(config): config.harness}
     plain = build_dataset(log, configs, skills(), ports.blobs.get)
     weighted = build_dataset(log, configs, skills(), ports.blobs.get, self_weight=4.0)
-    assert plain.model_episodes == weighted.model_episodes == {own}
-    assert weighted.self_examples == plain.self_examples == sum(e.episode_id == own for e in plain.examples) > 0
+    assert len(family) == 2 and plain.model_episodes == weighted.model_episodes == family
+    counted = sum(e.episode_id in family for e in plain.examples)
+    assert counted > sum(e.episode_id == own for e in plain.examples)  # the sub-agent's turns are the model's too
+    assert weighted.self_examples == plain.self_examples == counted
     for before, after in zip(plain.examples, weighted.examples, strict=True):
-        assert after.weight == before.weight * (4.0 if before.episode_id == own else 1.0)
+        assert after.weight == before.weight * (4.0 if before.episode_id in family else 1.0)
     assert weighted.digest != plain.digest  # the weights are part of what the digest pins
+
+
+def test_the_models_own_detours_are_not_trained_on_but_stay_in_the_prompts(embedded_ports) -> None:
+    """A model's verified success that searched an unknown name (nothing found), repeated that search and asked for
+    a contact that does not exist before doing the task: only its turns that moved the episode forward become
+    examples; the reference solver's episodes keep every turn."""
+    from bus_schemas.actions import ToolCall
+    from harness_service.policy.scripted import ScriptedPolicy
+    from harness_service.runner.episode import Harness, RunIds
+    from infra.events import publish_all
+    from learner.episodes import run_judged_episode
+    from producers.backends import plugins
+    from producers.tasks.solver import reference_solver
+
+    config = LearnerConfig()
+    task = sample_tasks()[0]  # tu.update_phone: contacts tools
+
+    def with_detours():
+        yield ToolCall(name="contacts.search_contacts", args={"query": "Nobody Known"})
+        yield ToolCall(name="contacts.search_contacts", args={"query": "Nobody Known"})
+        yield ToolCall(name="contacts.get_contact", args={"id": "c_999"})
+        yield from reference_solver(task)
+
+    publish_all(embedded_ports.bus, [task])
+    ids = {}
+    for name, solver in (("model", with_detours()), ("reference", reference_solver(task))):
+        harness = Harness(
+            config=config.harness,
+            policy=ScriptedPolicy(solver, "reference"),
+            blobs=embedded_ports.blobs,
+            events=lambda e: None,
+            skills=skills(),
+        )
+        judged = run_judged_episode(harness, task, plugins.Backends()[task.backend], RunIds(run_id="r", round=1))
+        assert judged.verdict.outcome == "success"
+        publish_all(embedded_ports.bus, judged.events)
+        ids[name] = judged.outcome.episode_id
+    log = read_log(embedded_ports.bus)
+    _as_models(log, ids["model"])
+    build = build_dataset(log, {harness_version(config): config.harness}, skills(), embedded_ports.blobs.get)
+    steps = {name: [e.step for e in build.examples if e.episode_id == eid] for name, eid in ids.items()}
+    reference_turns = len(log.episodes[ids["reference"]].actions)
+    assert steps["reference"] == list(range(1, reference_turns + 1))
+    assert steps["model"] == [s + 3 for s in steps["reference"]]  # the three detours (steps 1-3) are left out
+    assert build.wasted_self_turns == 3 and build.self_examples == reference_turns
+    first = next(e for e in build.examples if e.episode_id == ids["model"])
+    assert first.prompt.count("Nobody Known") == 2 and "c_999" in first.prompt  # what the model saw, unchanged
