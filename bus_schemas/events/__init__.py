@@ -31,7 +31,7 @@ from bus_schemas.events.harness import (
     HarnessVersionPublished,
 )
 from bus_schemas.events.rollouts import RolloutRequested
-from bus_schemas.events.rounds import RoundCompleted, RoundStarted, is_scripted, scripted_rounds
+from bus_schemas.events.rounds import RoundCompleted, RoundStarted, before_round, is_scripted, scripted_rounds
 from bus_schemas.events.sampling import SamplingPlanUpdated, TaskGenerationRequested
 from bus_schemas.events.tasks import (
     AnswerCriterion,
@@ -169,6 +169,7 @@ __all__ = [
     "TrajectoryQuarantined",
     "TrajectoryRejected",
     "TrustLevel",
+    "before_round",
     "is_scripted",
     "overall_score",
     "scripted_rounds",

@@ -41,6 +41,13 @@ def is_scripted(policy_version: str) -> bool:
     return policy_version.startswith("scripted:")
 
 
+def before_round(event_round: int | None, round: int) -> bool:
+    """Is an event of round ``event_round`` (None: of no round, e.g. a suite task) part of what round ``round``
+    is planned and drawn over? Events of the round itself are not: a round's plan and its draw see the same
+    pool, whatever of the round's own answers (tasks generated for its requests, its verdicts) has arrived."""
+    return event_round is None or event_round < round
+
+
 def scripted_rounds(events: Iterable[Event]) -> set[int]:
     """The rounds a scripted policy rolled out, from the RoundStarted among ``events`` (the rest are ignored):
     their episodes are demonstrations, not the model's own."""

@@ -15,6 +15,7 @@ from bus_schemas.events import (
     FailureDiagnosed,
     RoundStarted,
     TaskSpecified,
+    before_round,
     scripted_rounds,
 )
 from bus_schemas.topics import TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS
@@ -47,9 +48,7 @@ class Reweighter:
     def _before(self, topic: str, kind: type, started: RoundStarted) -> list:
         index = self.indexes[topic]
         index.catch_up()
-        return [
-            e for e in index.get(started.run_id) if isinstance(e, kind) and (e.round is None or e.round < started.round)
-        ]
+        return [e for e in index.get(started.run_id) if isinstance(e, kind) and before_round(e.round, started.round)]
 
     def handle(self, event: Event, ports: Ports) -> list[Event]:
         assert isinstance(event, RoundStarted)

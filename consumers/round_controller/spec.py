@@ -28,6 +28,7 @@ from bus_schemas.events import (
     TrajectoryAdmitted,
     TrajectoryQuarantined,
     TrajectoryRejected,
+    before_round,
 )
 from bus_schemas.topics import (
     TOPIC_CURATION,
@@ -145,7 +146,7 @@ class RoundController:
             # The pool the plan was made over: tasks generated for this round's own requests (the reweighter asks
             # for them with the plan) arrive while the draw is made, and drawing from whichever had arrived made a
             # seeded run's draws differ from run to run. They join the next round's pool.
-            train = [t for t in self._tasks(run, "train") if t.round is None or t.round < r]
+            train = [t for t in self._tasks(run, "train") if before_round(t.round, r)]
             return list(schedule(event, started, train, PRODUCER, self.config.rollout_temperature, self.config.seed))
         if isinstance(event, ModelVersionRegistered):
             policy = f"{event.model_name}/{event.model_version}"
