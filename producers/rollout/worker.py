@@ -121,25 +121,30 @@ class RolloutWorker:
         return self.stats
 
     def step(self, timeout_s: float = 0.5) -> int:
-        """Poll; hold what arrives until the assignment has been stable for ``claim_grace_s``, then handle it.
-        Returns how many records were polled or are held."""
-        records = self.consumer.poll(max_records=self.poll_records, timeout_s=0.1 if self._held else timeout_s)
+        """Poll; hold what arrives until the assignment has been stable for ``claim_grace_s``, then handle the
+        oldest held record of a partition still ours. One request per call, so each one is checked against the
+        view of the group its poll just refreshed: a worker that worked through its held backlog without polling
+        kept the view it had before a peer joined, and ran requests of a partition the peer now owned (a kill -9
+        chaos run found one attempt run to the end by two workers). Returns how many records were polled, are
+        held or were handled."""
+        wait = (0.1 if self._in_grace() else 0.0) if self._held else timeout_s
+        records = self.consumer.poll(max_records=self.poll_records, timeout_s=wait)
         self._held.extend(records)
         self._track_assignment()
-        if time.monotonic() - self._assigned_at < self.claim_grace_s:
+        if self._in_grace():
             return len(self._held)  # keep polling (= heartbeating) so every member's view converges first
         handled = 0
-        while self._held:
+        while self._held and not handled:
             record = self._held.pop(0)
-            if self._track_assignment():
-                self._held.insert(0, record)
-                break  # the group changed again: wait for it to settle
             if TopicPartition(record.topic, record.partition) in self._assignment:
                 self.handle(record)  # records of a partition that moved are left to its new owner
-                handled += 1
+                handled = 1
         if handled:
             write_snapshot(self.pool, self.state_dir, self.name)
-        return len(records) + len(self._held)
+        return len(records) + len(self._held) + handled
+
+    def _in_grace(self) -> bool:
+        return time.monotonic() - self._assigned_at < self.claim_grace_s
 
     def handle(self, record: Record) -> None:
         """Run every missing group member of one request, then commit it."""

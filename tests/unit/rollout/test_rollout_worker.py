@@ -194,3 +194,17 @@ def test_a_new_production_harness_is_picked_up_for_new_episodes(ports: Ports, tm
     resolver.refresh()
     config, label = resolver.harness("planner-harness@production")
     assert config.instructions == "two" and label == "planner-harness/2"
+
+
+def test_one_request_per_poll_so_a_partition_taken_meanwhile_is_left_to_its_new_owner(
+    ports: Ports, tmp_path: Path, monkeypatch
+) -> None:
+    """Requests polled together are run one per step, each right after a poll: when the group moves the partitions
+    while the worker runs the first, the others are left to their new owner instead of being run by both."""
+    publish(ports.bus, *(request(seed=s) for s in range(3)))
+    w = worker(ports, tmp_path)
+    w.poll_records = 3
+    assert w.step(timeout_s=2.0) and w.stats.requests == 1 and len(w._held) == 2
+    monkeypatch.setattr(w.consumer, "assignment", lambda: set())  # a peer joined and took every partition
+    w.step(timeout_s=0.0)
+    assert w.stats.requests == 1 and w._held == [] and len(by_episode(ports)) == 1
