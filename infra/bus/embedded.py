@@ -2,7 +2,8 @@
 
 Topics have partitions; a key always lands in the partition Kafka's default partitioner would pick;
 order is kept per partition; consumer groups split partitions between live members (members
-heartbeat into the file, so several OS processes can share one log); committed offsets live in the
+heartbeat into the file from a background thread, as Kafka's clients do, so several OS processes can share one
+log and a member busy with a long record keeps its partitions); committed offsets live in the
 file, and whatever a member polled but did not commit is delivered again after it dies. Every
 record is kept (retention is recorded, never enforced), so the whole history replays.
 """
@@ -14,6 +15,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -24,6 +26,7 @@ import orjson
 from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
 from infra.bus.partitioner import partition_for_key
 from infra.bus.records import (
+    DEFAULT_MAX_POLL_INTERVAL_S,
     OutgoingRecord,
     PartitionLag,
     Published,
@@ -259,8 +262,10 @@ class EmbeddedBus:
 
     # -- consumer groups ----------------------------------------------------------------------
 
-    def consumer(self, group: str, topics: Sequence[str]) -> EmbeddedConsumer:
-        return EmbeddedConsumer(self, group, list(topics))
+    def consumer(
+        self, group: str, topics: Sequence[str], *, max_poll_interval_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    ) -> EmbeddedConsumer:
+        return EmbeddedConsumer(self, group, list(topics), max_poll_interval_s)
 
     def committed(self, group: str, topic: str) -> dict[int, int]:
         rows = self._read("SELECT partition, committed FROM group_offsets WHERE grp=? AND topic=?", (group, topic))
@@ -313,8 +318,13 @@ class EmbeddedBus:
 class EmbeddedConsumer:
     """A consumer-group member on the embedded log: heartbeats, takes its share of partitions, commits."""
 
-    def __init__(self, bus: EmbeddedBus, group: str, topics: list[str]) -> None:
+    def __init__(
+        self, bus: EmbeddedBus, group: str, topics: list[str], max_poll_interval_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    ) -> None:
         self.bus = bus
+        self.max_poll_interval_s = max_poll_interval_s
+        """A member that has not polled for this long stops heartbeating and loses its partitions, as on Kafka:
+        busy is fine, stuck is not."""
         self.group = group
         self.topics = topics
         self.member = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -322,7 +332,23 @@ class EmbeddedConsumer:
         self._next_heartbeat = 0.0
         self._cursor = 0
         self._closed = False
+        self._last_poll = time.monotonic()
         self._rebalance()
+        self._stop = threading.Event()
+        self._heartbeats = threading.Thread(
+            target=_heartbeat_loop, args=(weakref.ref(self), self._stop), name=f"heartbeat-{group}", daemon=True
+        )
+        self._heartbeats.start()
+
+    def heartbeat_if_polling(self) -> bool:
+        """Heartbeat unless stuck past ``max_poll_interval_s`` or the bus is gone; False once it should stop."""
+        if time.monotonic() - self._last_poll > self.max_poll_interval_s:
+            return False
+        try:
+            self.bus.heartbeat(self.group, self.member)
+        except (sqlite3.Error, BusWriteError):
+            return False
+        return True
 
     def _rebalance(self) -> None:
         members = self.bus.heartbeat(self.group, self.member)
@@ -345,7 +371,8 @@ class EmbeddedConsumer:
         return set(self._positions)
 
     def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
-        deadline = time.monotonic() + timeout_s
+        now = time.monotonic()
+        self._last_poll, deadline = now, now + timeout_s
         delay = 0.005
         while True:
             if time.monotonic() >= self._next_heartbeat:
@@ -381,4 +408,25 @@ class EmbeddedConsumer:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._stop.set()
+            self._heartbeats.join()
             self.bus.leave(self.group, self.member)
+
+
+def _heartbeat_loop(member: weakref.ref[EmbeddedConsumer], stop: threading.Event) -> None:
+    """Keep a member alive between its polls, as Kafka clients heartbeat from a background thread: a record that
+    takes longer than the session timeout to handle must not hand its partition to a peer while it runs (the
+    assignment itself changes only in ``poll``). Ends when the member closes, is garbage-collected (a dropped
+    member expires as before), is stuck past its ``max_poll_interval_s``, or its bus is closed."""
+    while True:
+        consumer = member()
+        if consumer is None:
+            return
+        interval = consumer.bus.session_timeout_s / 4
+        del consumer  # hold no reference while waiting, so a dropped member can be collected
+        if stop.wait(interval):
+            return
+        consumer = member()
+        if consumer is None or not consumer.heartbeat_if_polling():
+            return
+        del consumer

@@ -27,6 +27,7 @@ from infra.bus.client_logs import throttle_client_logs
 from infra.bus.errors import BusUnavailable, BusWriteError, UnknownTopic
 from infra.bus.kafka_fencing import TRANSACTION_TIMEOUT_MS, PartitionProducers
 from infra.bus.records import (
+    DEFAULT_MAX_POLL_INTERVAL_S,
     OutgoingRecord,
     PartitionLag,
     Published,
@@ -280,8 +281,10 @@ class KafkaBus:
 
     # -- consumer groups ----------------------------------------------------------------------
 
-    def consumer(self, group: str, topics: Sequence[str]) -> KafkaGroupConsumer:
-        return KafkaGroupConsumer(self, group, list(topics))
+    def consumer(
+        self, group: str, topics: Sequence[str], *, max_poll_interval_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    ) -> KafkaGroupConsumer:
+        return KafkaGroupConsumer(self, group, list(topics), max_poll_interval_s)
 
     def lag(self, group: str, topics: Sequence[str]) -> list[PartitionLag]:
         committed = {
@@ -331,7 +334,9 @@ class KafkaGroupConsumer:
     transactional producer, atomic but not fenced against a zombie member.
     """
 
-    def __init__(self, bus: KafkaBus, group: str, topics: list[str]) -> None:
+    def __init__(
+        self, bus: KafkaBus, group: str, topics: list[str], max_poll_interval_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    ) -> None:
         self.group = group
         self._bus = bus
         self._loop = bus._loop
@@ -340,9 +345,9 @@ class KafkaGroupConsumer:
         self._polled: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._closed = False
-        self._consumer = self._loop.run(self._start(bus, topics))
+        self._consumer = self._loop.run(self._start(bus, topics, max_poll_interval_s))
 
-    async def _start(self, bus: KafkaBus, topics: list[str]) -> AIOKafkaConsumer:
+    async def _start(self, bus: KafkaBus, topics: list[str], max_poll_interval_s: float) -> AIOKafkaConsumer:
         consumer = AIOKafkaConsumer(
             bootstrap_servers=bus.bootstrap,
             client_id=bus.client_id,
@@ -351,6 +356,7 @@ class KafkaGroupConsumer:
             auto_offset_reset="earliest",
             session_timeout_ms=int(bus.session_timeout_s * 1000),
             heartbeat_interval_ms=max(500, int(bus.session_timeout_s * 1000) // 4),
+            max_poll_interval_ms=int(max_poll_interval_s * 1000),
             isolation_level="read_committed",
         )
         consumer.subscribe(topics, listener=_ClaimOnAssign(consumer, self._producers))

@@ -11,7 +11,15 @@ from dataclasses import replace
 from datetime import datetime
 
 from infra.bus.port import Bus, GroupConsumer
-from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+from infra.bus.records import (
+    DEFAULT_MAX_POLL_INTERVAL_S,
+    OutgoingRecord,
+    PartitionLag,
+    Published,
+    Record,
+    TopicLayout,
+    TopicPartition,
+)
 
 
 class NamespacedBus:
@@ -50,8 +58,13 @@ class NamespacedBus:
     def publish_many(self, records: Sequence[OutgoingRecord]) -> list[Published]:
         return [self._pub(p) for p in self.inner.publish_many([self._out(r) for r in records])]
 
-    def consumer(self, group: str, topics: Sequence[str]) -> GroupConsumer:
-        return NamespacedConsumer(self, self.inner.consumer(self.prefix + group, [self.wire(t) for t in topics]))
+    def consumer(
+        self, group: str, topics: Sequence[str], *, max_poll_interval_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    ) -> GroupConsumer:
+        inner = self.inner.consumer(
+            self.prefix + group, [self.wire(t) for t in topics], max_poll_interval_s=max_poll_interval_s
+        )
+        return NamespacedConsumer(self, inner)
 
     def replay(
         self, topic: str, *, from_offset: int = 0, since: datetime | None = None, partition: int | None = None

@@ -6,7 +6,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from infra.bus.records import OutgoingRecord, PartitionLag, Published, Record, TopicLayout, TopicPartition
+from infra.bus.records import (
+    DEFAULT_MAX_POLL_INTERVAL_S,
+    OutgoingRecord,
+    PartitionLag,
+    Published,
+    Record,
+    TopicLayout,
+    TopicPartition,
+)
 
 
 @runtime_checkable
@@ -59,7 +67,12 @@ class Bus(Protocol):
         """Append records in order; returns once all are durable."""
         ...
 
-    def consumer(self, group: str, topics: Sequence[str]) -> GroupConsumer: ...
+    def consumer(
+        self, group: str, topics: Sequence[str], *, max_poll_interval_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    ) -> GroupConsumer:
+        """A new member of ``group``. It stays a member while it works between polls (its client heartbeats in
+        the background); one that has not polled for ``max_poll_interval_s`` leaves, and its partitions move."""
+        ...
 
     def replay(
         self,

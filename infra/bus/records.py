@@ -6,6 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+DEFAULT_MAX_POLL_INTERVAL_S = 300.0
+"""How long a group member may go without polling before it leaves its group (Kafka's ``max.poll.interval.ms``
+default); long work (training) asks for more."""
+
 
 class Record(NamedTuple):
     """One stored record: its position (topic, partition, offset), key, value bytes, headers, timestamp (ms).

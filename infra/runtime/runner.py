@@ -50,7 +50,9 @@ class ConsumerRunner:
     @property
     def consumer(self) -> GroupConsumer:
         if self._consumer is None:
-            self._consumer = self.ports.bus.consumer(self.spec.group, list(self.spec.topics))
+            self._consumer = self.ports.bus.consumer(
+                self.spec.group, list(self.spec.topics), max_poll_interval_s=self.spec.max_handle_s
+            )
         return self._consumer
 
     def run(self, stop: threading.Event | None = None, *, idle_exit_s: float | None = None) -> RunStats:

@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -75,15 +76,7 @@ def test_two_members_of_one_group_split_the_partitions(bus, unique):
     group = f"g-{unique}"
     first, second = bus.consumer(group, [topic]), bus.consumer(group, [topic])
     try:
-        end = time.monotonic() + 60
-        while time.monotonic() < end:
-            first.poll(timeout_s=0.2)
-            second.poll(timeout_s=0.2)
-            a, b = first.assignment(), second.assignment()
-            if a and b and not (a & b) and len(a | b) == 4:
-                break
-        assert first.assignment() and second.assignment(), "the group never split its partitions"
-        assert not first.assignment() & second.assignment()
+        _split(first, second, 4)
 
         bus.publish_many([OutgoingRecord(topic, str(i).encode(), key=str(i).encode()) for i in range(200)])
         got_a: list[Record] = []
@@ -102,6 +95,40 @@ def test_two_members_of_one_group_split_the_partitions(bus, unique):
     assert not values_a & values_b
     assert values_a | values_b == set(range(200))
     assert {r.partition for r in got_a}.isdisjoint({r.partition for r in got_b})
+
+
+def _split(first, second, partitions: int) -> None:
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        first.poll(timeout_s=0.2)
+        second.poll(timeout_s=0.2)
+        a, b = first.assignment(), second.assignment()
+        if a and b and not (a & b) and len(a | b) == partitions:
+            return
+    raise AssertionError("the group never split its partitions")
+
+
+def test_a_member_busy_past_the_session_timeout_keeps_its_partitions(bus, bus_url, unique):
+    """A member that takes longer than the session timeout to handle a record (a long episode) is alive: its
+    peers never take its partitions meanwhile, so no record is handled twice. (Once, on the embedded log, a
+    member heartbeated only when it polled: a rollout worker mid-episode expired, its peer took the partition
+    and ran the next request while the worker, back with the same share, ran it too.)"""
+    topic = _topic(bus, unique, "busy", partitions=4)
+    group = f"g-{unique}"
+    busy, peer = bus.consumer(group, [topic]), bus.consumer(group, [topic])
+    try:
+        _split(busy, peer, 4)
+        mine = busy.assignment()
+        session_timeout_s = float(parse_qs(urlsplit(bus_url).query)["session_timeout_s"][0])
+        end = time.monotonic() + 2 * session_timeout_s  # busy does not poll
+        while time.monotonic() < end:
+            peer.poll(timeout_s=0.2)
+            assert not peer.assignment() & mine, "a peer took the partitions of a member that was only busy"
+        busy.poll(timeout_s=0.2)
+        assert busy.assignment() == mine
+    finally:
+        busy.close()
+        peer.close()
 
 
 def test_committed_offsets_resume_and_lag_is_reported(bus, unique):

@@ -9,7 +9,9 @@ import pytest
 from consumers.trainer.spec import MAX_TRAINING_S
 from consumers.trainer.spec import build as build_trainer
 from consumers.verifier.spec import build as build_verifier
+from infra.bootstrap import Ports, open_bus
 from infra.runtime.kafka_app import FastStreamConsumer, KafkaTarget
+from infra.runtime.runner import ConsumerRunner
 
 pytestmark = pytest.mark.unit
 
@@ -29,3 +31,19 @@ def test_the_trainer_may_train_for_hours_without_leaving_its_group(tmp_path: Pat
 
 def test_quick_consumers_keep_kafkas_default_poll_interval(tmp_path: Path) -> None:
     assert _poll_interval_ms(build_verifier(), tmp_path) == 300_000
+
+
+def test_the_port_runner_sizes_its_members_poll_interval_from_the_spec(tmp_path: Path) -> None:
+    """The same rule on the port runner (``flywheel consume`` on the embedded log, and on Kafka through the port):
+    an embedded member keeps heartbeating through hours of training, a quick one leaves after Kafka's default."""
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
+    ports = Ports(bus, None, None)  # type: ignore[arg-type] - only the bus is used here
+    trainer = ConsumerRunner(build_trainer(), ports, state_dir=tmp_path / "t")
+    verifier = ConsumerRunner(build_verifier(), ports, state_dir=tmp_path / "v")
+    try:
+        assert trainer.consumer.max_poll_interval_s == MAX_TRAINING_S
+        assert verifier.consumer.max_poll_interval_s == 300.0
+    finally:
+        trainer.close()
+        verifier.close()
+        bus.close()
