@@ -336,14 +336,21 @@ class EmbeddedConsumer:
         self._rebalance()
         self._stop = threading.Event()
         self._heartbeats = threading.Thread(
-            target=_heartbeat_loop, args=(weakref.ref(self), self._stop), name=f"heartbeat-{group}", daemon=True
+            target=_heartbeat_loop,
+            args=(weakref.ref(self), self._stop, bus.session_timeout_s / 4),
+            name=f"heartbeat-{group}",
+            daemon=True,
         )
         self._heartbeats.start()
 
     def heartbeat_if_polling(self) -> bool:
-        """Heartbeat unless stuck past ``max_poll_interval_s`` or the bus is gone; False once it should stop."""
-        if time.monotonic() - self._last_poll > self.max_poll_interval_s:
+        """Heartbeat unless stuck past ``max_poll_interval_s`` or the bus is gone; False once it should stop. A
+        member whose poll heartbeated within the interval (``_rebalance``) is left alone: one write, not two."""
+        now = time.monotonic()
+        if now - self._last_poll > self.max_poll_interval_s:
             return False
+        if now < self._next_heartbeat:
+            return True
         try:
             self.bus.heartbeat(self.group, self.member)
         except (sqlite3.Error, BusWriteError):
@@ -413,20 +420,13 @@ class EmbeddedConsumer:
             self.bus.leave(self.group, self.member)
 
 
-def _heartbeat_loop(member: weakref.ref[EmbeddedConsumer], stop: threading.Event) -> None:
+def _heartbeat_loop(member: weakref.ref[EmbeddedConsumer], stop: threading.Event, interval_s: float) -> None:
     """Keep a member alive between its polls, as Kafka clients heartbeat from a background thread: a record that
     takes longer than the session timeout to handle must not hand its partition to a peer while it runs (the
     assignment itself changes only in ``poll``). Ends when the member closes, is garbage-collected (a dropped
     member expires as before), is stuck past its ``max_poll_interval_s``, or its bus is closed."""
-    while True:
-        consumer = member()
-        if consumer is None:
-            return
-        interval = consumer.bus.session_timeout_s / 4
-        del consumer  # hold no reference while waiting, so a dropped member can be collected
-        if stop.wait(interval):
-            return
+    while not stop.wait(interval_s):
         consumer = member()
         if consumer is None or not consumer.heartbeat_if_polling():
             return
-        del consumer
+        del consumer  # hold no reference while waiting, so a dropped member can be collected

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bus_schemas.envelope import Event
+from infra.bus.records import DEFAULT_MAX_POLL_INTERVAL_S
 
 Handler = Callable[[Event, Any], Sequence[Event]]
 """A plain function of (event, ports) returning the events to publish; it must not publish itself."""
@@ -24,7 +25,7 @@ class ConsumerSpec:
     # The longest a polled batch may take to handle. On Kafka the member's max.poll.interval is sized from it:
     # a member that does not poll within that interval leaves its group, and its partitions (with the request
     # it is still working on) go to another member. Long work (training) sets it explicitly.
-    max_handle_s: float = 300.0
+    max_handle_s: float = DEFAULT_MAX_POLL_INTERVAL_S
 
     @property
     def group(self) -> str:

@@ -36,10 +36,9 @@ def _takes_everything(consumer, within_s: float = 10.0) -> bool:
 
 
 class _Member:
-    """What the heartbeat loop needs of a member: its bus's session timeout and a heartbeat."""
+    """What the heartbeat loop needs of a member: a heartbeat."""
 
     def __init__(self) -> None:
-        self.bus = type("Bus", (), {"session_timeout_s": 0.04})()
         self.beats = 0
 
     def heartbeat_if_polling(self) -> bool:
@@ -51,7 +50,7 @@ def test_a_member_dropped_without_close_stops_heartbeating():
     """The loop holds the member weakly: a member nobody holds any more expires like a dead one (the test suite
     itself keeps every consumer it opens until the test ends, so this drives the loop with a plain member)."""
     member = _Member()
-    thread = threading.Thread(target=embedded._heartbeat_loop, args=(weakref.ref(member), threading.Event()))
+    thread = threading.Thread(target=embedded._heartbeat_loop, args=(weakref.ref(member), threading.Event(), 0.01))
     thread.start()
     end = time.monotonic() + 10
     while member.beats < 3 and time.monotonic() < end:
