@@ -35,6 +35,7 @@ from harness_service.policy.base import Policy
 from harness_service.runner.episode import Harness, RunIds, run_episode
 from harness_service.skills.library import SkillLibrary
 from harness_service.user import UserSimulator, user_for
+from infra.blobs.group_commit import GroupCommit
 from infra.bootstrap import Ports
 from infra.bus.errors import BusWriteError
 from infra.bus.records import Record, TopicPartition
@@ -102,7 +103,8 @@ class RolloutWorker:
         self.claim_grace_s = claim_grace_s
         self.settle_s = settle_s
         self._assigned_at = time.monotonic()
-        self.sink = EpisodeEventSink(ports.bus, flush_interval_s)
+        self.blobs = GroupCommit(ports.blobs)  # an episode's blobs: durable at each publish of its events
+        self.sink = EpisodeEventSink(ports.bus, flush_interval_s, blobs_durable=self.blobs.sync)
         self.stats = WorkerStats()
         self.consumer = ports.bus.consumer(GROUP, [TOPIC_ROLLOUTS])
         self._assignment: set[TopicPartition] = set()
@@ -221,7 +223,7 @@ class RolloutWorker:
             harness = Harness(
                 config,
                 _sampling(policy_for(task), request, member),
-                self.ports.blobs,
+                self.blobs,
                 self.sink,
                 self.skills,
                 producer=PRODUCER,

@@ -16,6 +16,7 @@ from infra.events import ensure_topics, from_record, publish
 from producers.backends.sandbox import SandboxBackend
 from producers.pool import EnvironmentPool
 from producers.rollout import RolloutWorker, episode_id_for
+from producers.rollout import sink as sink_module
 from producers.rollout.ids import parse_episode_id
 from producers.rollout.versions import SCRIPTED, VersionResolver
 from producers.tasks import build_task_suite
@@ -208,3 +209,46 @@ def test_one_request_per_poll_so_a_partition_taken_meanwhile_is_left_to_its_new_
     monkeypatch.setattr(w.consumer, "assignment", lambda: set())  # a peer joined and took every partition
     w.step(timeout_s=0.0)
     assert w.stats.requests == 1 and w._held == [] and len(by_episode(ports)) == 1
+
+
+def _blob_shas(value: object) -> set[str]:
+    """Every BlobRef's sha256 in an event's JSON form."""
+    if isinstance(value, dict):
+        found = {value["sha256"]} if isinstance(value.get("sha256"), str) and "media_type" in value else set()
+        return found.union(*(_blob_shas(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_blob_shas(v) for v in value))
+    return set()
+
+
+def test_no_event_is_published_before_the_blobs_it_references_are_durable(
+    ports: Ports, tmp_path: Path, monkeypatch
+) -> None:
+    """The harness's blobs go through a group commit: written unsynced, made durable together just before each
+    publish of the episode's buffered events (one sync per publish instead of an fsync per blob)."""
+    store = ports.blobs
+    real_sync, real_publish_all = store.sync, sink_module.publish_all
+    syncs: list[int] = []
+    checked: set[str] = set()
+
+    def sync() -> None:
+        syncs.append(len(store._unsynced))
+        real_sync()
+
+    def publish_all(bus, events) -> None:
+        owed = {p.name for p in store._unsynced}
+        for event in events:
+            referenced = _blob_shas(event.model_dump(mode="json"))
+            assert not referenced & owed, f"{event.event_type} published before its blobs were synced"
+            assert all(store.exists(sha) for sha in referenced)
+            checked.update(referenced)
+        real_publish_all(bus, events)
+
+    monkeypatch.setattr(store, "sync", sync)
+    monkeypatch.setattr(sink_module, "publish_all", publish_all)
+    publish(ports.bus, request(group_size=2))
+    stats = worker(ports, tmp_path).run(idle_exit_s=0.5)
+    assert stats.episodes == 2 and len(checked) > stats.steps // 2  # contexts, raw outputs, evidence (members share)
+    blobs_written = sum(syncs) // 2  # each sync's owed files: a blob and its .meta
+    assert blobs_written >= len(checked) and 0 < sum(1 for n in syncs if n) < blobs_written
+    assert store._unsynced == []
