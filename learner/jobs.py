@@ -14,6 +14,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
 from harness_service.runner.episode import Harness
 from harness_service.skills.library import SkillLibrary
+from infra.blobs.group_commit import GroupCommit
 from infra.bootstrap import Ports
 from infra.events import decodable, publish_all
 from learner.care.controller import ControllerInputs, choose_schedule
@@ -278,6 +279,11 @@ def run_eval(
     policy = PlannerPolicy(model, tokenizer, name=f"{config.model_name}/{version}", window=PromptWindow.load(local))
     tasks = dev_tasks(config, run_id)
     done = [0]
+    blobs = GroupCommit(ports.blobs)  # each episode's blobs: durable together, just before its events are published
+
+    def publish(events: Sequence[Event]) -> None:
+        blobs.sync()
+        publish_all(ports.bus, list(events))
 
     def tick() -> None:
         done[0] += 1
@@ -289,8 +295,8 @@ def run_eval(
         tasks,
         config=config.harness,
         skills=skills(),
-        blobs=ports.blobs,
-        publish=lambda events: publish_all(ports.bus, list(events)),
+        blobs=blobs,
+        publish=publish,
         run_id=run_id,
         model_name=config.model_name,
         model_version=version,
