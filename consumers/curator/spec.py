@@ -101,4 +101,5 @@ def build() -> ConsumerSpec:
         frozenset({"EpisodeVerified", "FailureDiagnosed", "ReviewDecided"}),
         VERSION,
         on_batch=curator.new_batch,
+        group_commit_blobs=True,  # a bundle is referenced by the decision published with it, by nothing else
     )

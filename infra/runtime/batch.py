@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass, replace
 from pathlib import Path
 
 from bus_schemas.envelope import Event, Producer
+from infra.blobs.group_commit import GroupCommit
 from infra.bus.records import OutgoingRecord, Record
 from infra.events import from_record, header, to_record
 from infra.outages import OutageWait, is_outage
@@ -55,7 +56,7 @@ class BatchHandler:
         outage_retry_s: float = 120.0,
     ) -> None:
         self.spec = spec
-        self.ports = ports
+        self.ports, self._blobs = _group_committed(ports) if spec.group_commit_blobs else (ports, None)
         self.max_attempts = max_attempts
         self.retry_backoff_s = retry_backoff_s
         self.outage_retry_s = outage_retry_s
@@ -93,6 +94,8 @@ class BatchHandler:
             result.outputs.extend(self._handle(record, event))
             result.handled_ids.append(event.event_id)
             seen_now.add(event.event_id)
+        if self._blobs is not None:  # the outputs' blobs (dead letters' payloads too), before the outputs
+            self._blobs.sync()  # a failure propagates: the batch stays uncommitted and is redelivered
         return result
 
     def done(self, result: BatchResult) -> None:
@@ -153,3 +156,12 @@ class BatchHandler:
 
     def close(self) -> None:
         self.processed.close()
+
+
+def _group_committed(ports: object) -> tuple[object, GroupCommit | None]:
+    """``ports`` with its blob store behind a group commit (and the group commit); as they are without one."""
+    blobs = getattr(ports, "blobs", None)
+    if blobs is None or not is_dataclass(ports) or isinstance(ports, type):
+        return ports, None
+    group = GroupCommit(blobs)
+    return replace(ports, blobs=group), group

@@ -26,6 +26,11 @@ class ConsumerSpec:
     # a member that does not poll within that interval leaves its group, and its partitions (with the request
     # it is still working on) go to another member. Long work (training) sets it explicitly.
     max_handle_s: float = DEFAULT_MAX_POLL_INTERVAL_S
+    # The handler's blobs are referenced by its output events only (no registry entry or other effect outside the
+    # bus points at them): a batch's blobs are then written unsynced and made durable together just before its
+    # outputs are published (infra.blobs.group_commit: one filesystem sync per batch on the local blob directory
+    # instead of an fsync per blob). Off for a handler that hands a blob to anything else before returning.
+    group_commit_blobs: bool = False
 
     @property
     def group(self) -> str:

@@ -190,3 +190,78 @@ def test_a_fenced_write_is_not_an_outage_but_a_refused_one_caused_by_one_is() ->
     except BusWriteError as exc:
         assert is_outage(exc)
     assert is_outage(KafkaPythonConnectionError("Unable to bootstrap from [('127.0.0.1', 22888)]"))
+
+
+def _retire_with_blob(event, ports):  # noqa: ANN001
+    ref = ports.blobs.put(f"why {event.task_id} was retired".encode(), "text/plain")
+    return [TaskRetired(producer=PRODUCER, reason=f"retired {event.task_id}: blob {ref.sha256}", **correlate(event))]
+
+
+GROUP_COMMIT_SPEC = ConsumerSpec(
+    name="blob-retirer",
+    topics=("tasks",),
+    handle=_retire_with_blob,
+    event_types=frozenset({"TaskSpecified"}),
+    group_commit_blobs=True,
+)
+
+
+def test_a_group_committed_batch_publishes_only_after_its_blobs_are_durable(ports, tmp_path, unique, monkeypatch):
+    """A spec with ``group_commit_blobs`` writes its batch's blobs unsynced and syncs them once, before publishing."""
+    store = ports.blobs
+    publish_all(ports.bus, _tasks(30, unique))
+    runner = ConsumerRunner(GROUP_COMMIT_SPEC, ports, state_dir=tmp_path / "state")
+    consumer, syncs, published = runner.consumer, [], []
+    real_sync, real_publish = store.sync, consumer.publish_and_commit
+
+    def sync() -> None:
+        syncs.append(len(store._unsynced))
+        real_sync()
+
+    def publish_and_commit(outputs, consumed):  # noqa: ANN001, ANN202
+        assert not store._unsynced, "outputs published before their blobs were synced"
+        published.extend(outputs)
+        return real_publish(outputs, consumed)
+
+    monkeypatch.setattr(store, "sync", sync)
+    monkeypatch.setattr(consumer, "publish_and_commit", publish_and_commit)
+    runner.run(idle_exit_s=3.0)
+    runner.close()
+    retired = [e for e in _events(ports.bus) if isinstance(e, TaskRetired) and e.run_id == unique]
+    assert len(retired) == 30 and len(published) == 30
+    for event in retired:
+        assert store.get(event.reason.rsplit("blob ", 1)[1]) == f"why {event.task_id} was retired".encode()
+    assert sum(syncs) == 2 * 30 and len([n for n in syncs if n]) < 30  # each blob and its .meta, in batches
+
+
+def test_a_failed_group_commit_leaves_the_batch_unpublished_and_uncommitted(ports, tmp_path, unique, monkeypatch):
+    """The disk refusing to sync is not dead-lettered: the batch is not committed, and a later run redoes it."""
+    from infra.blobs import filesystem
+    from infra.blobs.errors import BlobStoreError
+
+    inputs = _tasks(5, unique)
+    publish_all(ports.bus, inputs)
+
+    def failing_syncfs(fd: int) -> int:
+        import ctypes
+        import errno
+
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    runner = ConsumerRunner(GROUP_COMMIT_SPEC, ports, state_dir=tmp_path / "state")
+    with monkeypatch.context() as m:
+        m.setattr(filesystem, "_SYNCFS", failing_syncfs)
+        with pytest.raises(BlobStoreError, match="cannot make blobs durable"):
+            while True:
+                runner.step(timeout_s=2.0)
+    runner.close()
+    assert not [e for e in _events(ports.bus) if isinstance(e, TaskRetired) and e.run_id == unique]
+    assert not [e for e in _events(ports.bus, "dead-letters")]
+    assert sum(lag.lag for lag in ports.bus.lag(GROUP_COMMIT_SPEC.group, ["tasks"])) > 0
+    again = ConsumerRunner(GROUP_COMMIT_SPEC, ports, state_dir=tmp_path / "state")
+    again.run(idle_exit_s=3.0)
+    again.close()
+    retired = [e for e in _events(ports.bus) if isinstance(e, TaskRetired) and e.run_id == unique]
+    assert sorted(e.causation_id for e in retired) == sorted(e.event_id for e in inputs)
+    assert ports.blobs._unsynced == []
