@@ -13,6 +13,7 @@ import hashlib
 import io
 import itertools
 import os
+import secrets
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -89,9 +90,10 @@ class FileBlobStore(ContentAddressedStore):
 
     def _atomic_write(self, path: str, write: Callable[[IO[bytes]], object], fsync: bool = False) -> None:
         """``write`` into a temporary file beside ``path``, then rename it over ``path``: readers see all or
-        nothing. The name is unique per process, thread and call (no random names to draw); the fan-out
-        directory is made when the first file in it is (strings, not Paths: this runs for every blob)."""
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.{next(self._tmp_names)}.tmp"
+        nothing. The name is unique per process, thread and call, and across restarts (a random token drawn
+        once per process: a killed writer's leftover never collides with a later process that got its pid); the
+        fan-out directory is made when the first file in it is (strings, not Paths: this runs for every blob)."""
+        tmp = f"{path}.{_process_token()}.{threading.get_ident()}.{next(self._tmp_names)}.tmp"
         try:
             out = open(tmp, "xb")  # noqa: SIM115 (closed below, after the retry)
         except FileNotFoundError:
@@ -137,6 +139,18 @@ class FileBlobStore(ContentAddressedStore):
 
     def exists(self, address: str | BlobRef) -> bool:
         return self._path(address_of(address)).exists()
+
+
+_TOKENS: dict[int, str] = {}
+
+
+def _process_token() -> str:
+    """``<pid>-<random>``, drawn once per process (a forked child draws its own)."""
+    pid = os.getpid()
+    token = _TOKENS.get(pid)
+    if token is None:
+        token = _TOKENS[pid] = f"{pid}-{secrets.token_hex(4)}"
+    return token
 
 
 def _syncfs() -> Callable[[int], int] | None:

@@ -6,6 +6,7 @@ import ctypes
 import errno
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,16 @@ def test_group_commit_defers_on_the_directory_and_passes_other_stores_through(tm
     through.put(b"raw output", "text/plain")
     assert inner._unsynced == [] and len(fsynced) == 1
     through.sync()
+
+
+def test_a_killed_writers_leftover_temporary_file_does_not_block_a_later_put(tmp_path: Path) -> None:
+    """A writer killed mid-write leaves ``<path>.<token>...tmp``; a later process (maybe with the same pid and
+    thread ident, counting from 0 again) still writes the same blob."""
+    store = FileBlobStore(tmp_path)
+    data = b"a context the killed worker was writing"
+    sha = hashlib.sha256(data).hexdigest()
+    leaf = tmp_path / sha[:2] / sha[2:4]
+    leaf.mkdir(parents=True)
+    for name in (sha, f"{sha}.meta"):  # what the old pid-only naming would have collided with
+        (leaf / f"{name}.{os.getpid()}.{threading.get_ident()}.0.tmp").write_bytes(b"half")
+    assert store.put(data, "text/plain").sha256 == sha and store.get(sha) == data
