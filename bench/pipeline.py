@@ -29,7 +29,8 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from draining import consume_only, drain, lag
@@ -37,8 +38,10 @@ from rich.console import Console
 from rich.table import Table
 from rollout_requests import scripted_requests
 
+from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.topics import TOPIC_ROLLOUTS
+from infra.blobs.filesystem import FileBlobStore
 
 console = Console(width=150)
 CONSUMERS = ("verifier", "diagnoser", "curator")  # pipeline order: each reads what the one before wrote
@@ -217,17 +220,18 @@ def run_phase(
 # -- each consumer alone over the recorded log, vs consume-only (this process, fresh groups) --------------------
 
 
-def consumer_alone(name: str, bus_url: str, blobs: str, state: Path, profile: Path | None) -> tuple[int, float]:
+def consumer_alone(name: str, bus_url: str, blobs: Path, state: Path, profile: Path | None) -> tuple[int, float]:
+    """The consumer as it is built for the main job (same spec, a fresh group). Its blobs are written to a fresh
+    directory (reads fall back to the pipeline's): the pipeline run already stored every bundle, and a put of
+    stored bytes writes nothing."""
     from consumers.registry import build
-    from infra.bootstrap import Ports, open_blob_store, open_bus
-    from infra.runtime import ConsumerRunner, ConsumerSpec
+    from infra.bootstrap import Ports, open_bus
+    from infra.runtime import ConsumerRunner
 
     bus = open_bus(bus_url)
-    base = build(name)
-    spec = ConsumerSpec(
-        f"bench-{name}-{uuid.uuid4().hex[:6]}", base.topics, base.handle, base.event_types, base.version, base.on_batch
-    )
-    runner = ConsumerRunner(spec, Ports(bus, open_blob_store(blobs), None), state_dir=state)  # type: ignore[arg-type]
+    spec = replace(build(name), name=f"bench-{name}-{uuid.uuid4().hex[:6]}")
+    store = _FreshWrites(blobs.with_name(f"blobs-alone-{uuid.uuid4().hex[:6]}"), blobs)
+    runner = ConsumerRunner(spec, Ports(bus, store, None), state_dir=state)  # type: ignore[arg-type]
     profiler = cProfile.Profile() if profile else None
     try:
         if profiler:
@@ -239,6 +243,27 @@ def consumer_alone(name: str, bus_url: str, blobs: str, state: Path, profile: Pa
             profiler.dump_stats(profile / f"alone-{name}.prof")
         runner.close()
         bus.close()
+
+
+class _FreshWrites(FileBlobStore):
+    """A blob directory that reads what it lacks from another one: a consumer's writes all land, its reads of the
+    pipeline's blobs still work."""
+
+    def __init__(self, root: Path, fallback: Path) -> None:
+        super().__init__(root)
+        self.fallback = FileBlobStore(fallback)
+
+    def get(self, address: str | BlobRef) -> bytes:
+        return super().get(address) if super().exists(address) else self.fallback.get(address)
+
+    def open(self, address: str | BlobRef) -> Iterator[bytes]:
+        return super().open(address) if super().exists(address) else self.fallback.open(address)
+
+    def stat(self, address: str | BlobRef) -> BlobRef:
+        return super().stat(address) if super().exists(address) else self.fallback.stat(address)
+
+    def exists(self, address: str | BlobRef) -> bool:
+        return super().exists(address) or self.fallback.exists(address)
 
 
 def per_consumer(bus_url: str, tmp: Path, profile: Path | None) -> list[tuple[str, int, float, float]]:
@@ -255,7 +280,7 @@ def per_consumer(bus_url: str, tmp: Path, profile: Path | None) -> list[tuple[st
             topics = tuple(build(name).topics)
             n0, s0 = max((consume_only(bus, topics) for _ in range(3)), key=lambda r: r[0] / r[1] if r[1] else 0.0)
             try:
-                n, s = consumer_alone(name, bus_url, f"file:///{tmp}/blobs", tmp / "state-alone", profile)
+                n, s = consumer_alone(name, bus_url, tmp / "blobs", tmp / "state-alone", profile)
             except Exception as exc:  # noqa: BLE001 - one failed row (e.g. a fenced Kafka commit) must not lose the others
                 console.print(f"[red]{name} alone failed: {type(exc).__name__}: {exc}[/]")
                 n, s = 0, 0.0
