@@ -11,6 +11,7 @@ from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import ActionRejected, ContextBuilt, EpisodeEnded, EpisodeStarted
 from bus_schemas.events.rollouts import RolloutRequested
 from harness_service.policy.scripted import ScriptedPolicy
+from infra.audit.blobs import blob_refs
 from infra.bootstrap import Ports, open_blob_store, open_bus
 from infra.events import ensure_topics, from_record, publish
 from producers.backends.sandbox import SandboxBackend
@@ -211,16 +212,6 @@ def test_one_request_per_poll_so_a_partition_taken_meanwhile_is_left_to_its_new_
     assert w.stats.requests == 1 and w._held == [] and len(by_episode(ports)) == 1
 
 
-def _blob_shas(value: object) -> set[str]:
-    """Every BlobRef's sha256 in an event's JSON form."""
-    if isinstance(value, dict):
-        found = {value["sha256"]} if isinstance(value.get("sha256"), str) and "media_type" in value else set()
-        return found.union(*(_blob_shas(v) for v in value.values()))
-    if isinstance(value, list):
-        return set().union(*(_blob_shas(v) for v in value))
-    return set()
-
-
 def test_no_event_is_published_before_the_blobs_it_references_are_durable(
     ports: Ports, tmp_path: Path, monkeypatch
 ) -> None:
@@ -238,7 +229,7 @@ def test_no_event_is_published_before_the_blobs_it_references_are_durable(
     def publish_all(bus, events) -> None:
         owed = {p.name for p in store._unsynced}
         for event in events:
-            referenced = _blob_shas(event.model_dump(mode="json"))
+            referenced = {ref.sha256 for ref in blob_refs(event)}
             assert not referenced & owed, f"{event.event_type} published before its blobs were synced"
             assert all(store.exists(sha) for sha in referenced)
             checked.update(referenced)
