@@ -92,7 +92,7 @@ class FileBlobStore(ContentAddressedStore):
         """``write`` into a temporary file beside ``path``, then rename it over ``path``: readers see all or
         nothing. The name is unique per process, thread and call, and across restarts (a random token drawn
         once per process: a killed writer's leftover never collides with a later process that got its pid); the
-        fan-out directory is made when the first file in it is (strings, not Paths: this runs for every blob)."""
+        fan-out directory is made only when opening the first file in it fails (no mkdir per blob)."""
         tmp = f"{path}.{_process_token()}.{threading.get_ident()}.{next(self._tmp_names)}.tmp"
         try:
             out = open(tmp, "xb")  # noqa: SIM115 (closed below, after the retry)
