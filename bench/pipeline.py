@@ -36,7 +36,7 @@ from pathlib import Path
 from draining import consume_only, drain, lag
 from rich.console import Console
 from rich.table import Table
-from rollout_requests import scripted_requests
+from rollout_requests import scripted_requests, warmup_tasks
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
@@ -77,9 +77,14 @@ def _serve(member: Member, ready: multiprocessing.Queue) -> None:
     stop = threading.Event()
     if member.stage == "rollout-worker":
         from producers.backends.sandbox import SandboxBackend
+        from producers.backends.sandbox.catalog import TOOLS
         from producers.pool import EnvironmentPool
         from producers.rollout import RolloutWorker
 
+        # Every tool's JSON schemas are built on first use, once per process: with peers, a worker's share of the
+        # warm-up batch may miss a template its timed share has, so build them all before timing.
+        for tool in TOOLS.values():
+            _ = tool.spec
         pool = EnvironmentPool()
         pool.register("sandbox", SandboxBackend, 1)
         # Alone in its group a worker has no stale assignment to wait out (as bench/rollouts.py); with peers it
@@ -329,7 +334,9 @@ def print_profiles(profile: Path, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=192, help="timed episodes per configuration")
-    parser.add_argument("--warmup", type=int, default=16, help="episodes drained through the pipeline before timing")
+    parser.add_argument(
+        "--warmup", type=int, default=32, help="episodes drained through the pipeline before timing (one per template)"
+    )
     parser.add_argument("--workers", type=int, default=1, help="also run every stage with this many processes")
     parser.add_argument("--kafka", default="127.0.0.1:19092", help="bootstrap server of the local stack")
     parser.add_argument("--no-kafka", action="store_true", help="only the embedded bus")
@@ -345,7 +352,7 @@ def main() -> None:
     if profile:
         profile.mkdir(exist_ok=True)
     suite, tasks = _tasks(args.episodes, "bench")
-    warmup = tasks[: args.warmup]
+    warmup = warmup_tasks(suite, tasks, args.warmup)
     buses = {} if args.no_embedded else {"embedded": lambda tmp: f"sqlite:///{tmp}/bus.db"}
     if not args.no_kafka:
         buses["Kafka"] = lambda tmp: f"kafka://{args.kafka}?session_timeout_s=6&namespace=bench-{uuid.uuid4().hex[:8]}"

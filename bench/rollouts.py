@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from rollout_requests import scripted_requests
+from rollout_requests import scripted_requests, warmup_tasks
 
 from bus_schemas.events.tasks import TaskSpecified
 from harness_service.config import HarnessConfig
@@ -39,9 +39,11 @@ from producers.tasks import build_task_suite
 console = Console()
 
 
-def _tasks(n: int) -> list[TaskSpecified]:
+def _tasks(n: int) -> tuple[list[TaskSpecified], list[TaskSpecified]]:
+    """``n`` tasks spread over the suite, and one task of each template outside them to warm up on."""
     suite = build_task_suite("bench")
-    return [suite[i * len(suite) // n] for i in range(n)]
+    timed = [suite[i * len(suite) // n] for i in range(n)]
+    return timed, warmup_tasks(suite, timed, len({t.source.template_id for t in suite}))
 
 
 def bench_baseline(tasks: list[TaskSpecified], store: FileBlobStore) -> tuple[float, int]:
@@ -85,9 +87,9 @@ def main() -> None:
     parser.add_argument("--kafka", default="127.0.0.1:19092", help="bootstrap server of the local stack")
     parser.add_argument("--no-kafka", action="store_true", help="only the baseline and the embedded bus")
     args = parser.parse_args()
-    tasks = _tasks(args.episodes)
+    tasks, warmup = _tasks(args.episodes)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rollouts-"))
-    bench_baseline(tasks[:8], FileBlobStore(tmp / "warm-up"))  # imports, caches: not part of any figure
+    bench_baseline(warmup, FileBlobStore(tmp / "warm-up"))  # imports, every template's tool schemas: no figure
     rows = {"harness + sandbox, no bus (baseline)": bench_baseline(tasks, FileBlobStore(tmp / "b0"))}
     rows["rollout worker, embedded bus"] = bench_bus(
         f"sqlite:///{tmp}/bus.db", tasks, FileBlobStore(tmp / "b1"), tmp / "s1"
