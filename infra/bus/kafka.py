@@ -93,7 +93,9 @@ class KafkaBus:
             client_id=self.client_id,
             acks="all",
             enable_idempotence=True,
-            linger_ms=5,
+            # publish_many waits for its acks, so a linger only delays the caller: 5 ms held every publish of a
+            # rollout worker (two an episode), and Kafka rollout-only in bench/pipeline.py went 28.8 -> 70.4 episodes/s.
+            linger_ms=0,
             request_timeout_ms=max(int(self.timeout_s * 1000), 30_000),
         )
         try:
