@@ -1,4 +1,5 @@
-"""What the consumer benches share: drain a group to zero lag and time it, and the consume-only baseline."""
+"""What the consumer benches share: drain a group to zero lag and time it, and the consume-only and decode-only
+baselines."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from infra.bus.port import Bus
+from infra.bus.records import Record
 
 
 def lag(bus: Bus, group: str, topics: Sequence[str]) -> int:
@@ -30,13 +32,19 @@ def drain(step: Callable[[], int], bus: Bus, group: str, topics: Sequence[str]) 
             return seen, last - first
 
 
-def consume_only(bus: Bus, topics: Sequence[str]) -> tuple[int, float]:
-    """The baseline: poll and commit every record of ``topics`` in a fresh group, decoding nothing."""
+def consume_only(
+    bus: Bus, topics: Sequence[str], decode: Callable[[Record], object] | None = None
+) -> tuple[int, float]:
+    """The baseline: poll and commit every record of ``topics`` in a fresh group, decoding nothing (or, with
+    ``decode``, passing each record through it first: the decode-only baseline)."""
     group = f"bench.raw.{uuid.uuid4().hex[:6]}"
     consumer = bus.consumer(group, list(topics))
 
     def step() -> int:
         records = consumer.poll(max_records=200, timeout_s=0.2)
+        if decode is not None:
+            for record in records:
+                decode(record)
         if records:
             consumer.commit(records)
         return len(records)

@@ -7,7 +7,8 @@ Each configuration first drains a warm-up batch through the whole pipeline (grou
 times N requests from their publication until every group has no lag (each stage commits only after its outputs
 are durable, so lags read upstream first prove the whole batch went through). Lags are sampled all along and
 drawn as lag-over-time PNGs. Then, on the same log, each consumer drains its input in a fresh group in this
-process, against a consume-only loop (poll + commit, no decoding) over the same topics.
+process, against a consume-only loop (poll + commit, no decoding) over the same topics, and a decode-only loop
+(the same plus decoding every event, as every consumer does before its handler).
 
 ``--workers K`` also runs every stage with K processes per consumer group and prints the ratio to one worker.
 ``--profile`` runs every stage under cProfile and prints each one's top entries.
@@ -274,23 +275,31 @@ class _FreshWrites(FileBlobStore):
 def per_consumer(bus_url: str, tmp: Path, profile: Path | None) -> list[tuple[str, int, float, float]]:
     """(consumer, records, records/s, ratio to consume-only over the same topics, its best of three runs: a few
     hundred records are a couple of polls, so one run is noise). Downstream consumers first:
-    a drain of the verifier publishes its verdicts again, which the diagnoser and curator would then read."""
+    a drain of the verifier publishes its verdicts again, which the diagnoser and curator would then read.
+    Between the two, decode-only: consume-only plus ``from_record`` of every record (envelope, schema version,
+    upcast, pydantic validation), which every consumer pays before its handler sees an event."""
     from consumers.registry import build
     from infra.bootstrap import open_bus
+    from infra.events import from_record
+
+    def best(runs: Iterator[tuple[int, float]]) -> tuple[int, float]:
+        return max(runs, key=lambda r: r[0] / r[1] if r[1] else 0.0)
 
     rows = []
     bus = open_bus(bus_url)
     try:
         for name in reversed(CONSUMERS):
             topics = tuple(build(name).topics)
-            n0, s0 = max((consume_only(bus, topics) for _ in range(3)), key=lambda r: r[0] / r[1] if r[1] else 0.0)
+            n0, s0 = best(consume_only(bus, topics) for _ in range(3))
+            nd, sd = best(consume_only(bus, topics, decode=from_record) for _ in range(3))
             try:
                 n, s = consumer_alone(name, bus_url, tmp / "blobs", tmp / "state-alone", profile)
             except Exception as exc:  # noqa: BLE001 - one failed row (e.g. a fenced Kafka commit) must not lose the others
                 console.print(f"[red]{name} alone failed: {type(exc).__name__}: {exc}[/]")
                 n, s = 0, 0.0
-            base, rate = n0 / s0 if s0 else 0.0, n / s if s else 0.0
+            base, decoded, rate = n0 / s0 if s0 else 0.0, nd / sd if sd else 0.0, n / s if s else 0.0
             rows.append((f"consume-only ({', '.join(topics)})", n0, base, 1.0))
+            rows.append(("decode-only (the same)", nd, decoded, decoded / base if base else 0.0))
             rows.append((name, n, rate, rate / base if base else 0.0))
     finally:
         bus.close()
