@@ -3,6 +3,7 @@ complete, every request ends with exactly one finished attempt, every broken att
 
 from __future__ import annotations
 
+import itertools
 import random
 import signal
 import subprocess
@@ -16,7 +17,9 @@ import pytest
 from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import EpisodeEnded, EpisodeStarted
 from bus_schemas.events.rollouts import RolloutRequested
+from bus_schemas.events.tasks import TaskSpecified
 from infra.bootstrap import open_bus
+from infra.bus.port import Bus
 from infra.events import ensure_topics, from_record, publish_all
 from producers.tasks import build_task_suite
 
@@ -26,6 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 WORKER = REPO / "tests" / "integration" / "rollout" / "worker_proc.py"
 KILLS = 12
 REQUESTS = 40
+TOP_UP = 10
+"""Requests added whenever the workers are about to run out before the kills are done: a kill needs a worker
+mid-episode. On a loaded machine restarts are slow, and a clean-clone ``make test`` once saw the 40 requests all
+finished after 11 kills, then waited out the 600 s deadline with idle workers."""
 
 
 def _spawn(bus_url: str, blobs_url: str, tmp: Path, name: str, generation: int) -> subprocess.Popen:
@@ -45,26 +52,31 @@ def _mid_episode(out: Path) -> bool:
     return heartbeat.exists() and time.time() - heartbeat.stat().st_mtime < 1.0
 
 
+def _request(task: TaskSpecified) -> RolloutRequested:
+    return RolloutRequested(
+        producer=Producer(service="chaos", version="0"),
+        run_id="chaos",
+        round=1,
+        task_id=task.task_id,
+        policy_version="scripted:reference",
+        harness_version="default",
+        backend="sandbox",
+        seed=0,
+        budgets=task.budgets,
+    )
+
+
+def _lag(bus: Bus) -> int:
+    return sum(p.lag for p in bus.lag("flywheel.rollout-worker", ["rollouts"]))
+
+
 def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
-    tasks = [t for t in build_task_suite("chaos-rollouts") if t.split == "train"][:REQUESTS]
-    requests = [
-        RolloutRequested(
-            producer=Producer(service="chaos", version="0"),
-            run_id="chaos",
-            round=1,
-            task_id=t.task_id,
-            policy_version="scripted:reference",
-            harness_version="default",
-            backend="sandbox",
-            seed=0,
-            budgets=t.budgets,
-        )
-        for t in tasks
-    ]
+    suite = [t for t in build_task_suite("chaos-rollouts") if t.split == "train"]
+    tasks, spare = suite[:REQUESTS], iter(suite[REQUESTS:])
     bus_url, blobs_url = f"sqlite:///{tmp_path}/bus.db?session_timeout_s=1.5", f"file:///{tmp_path}/blobs"
     bus = open_bus(bus_url)
     ensure_topics(bus)
-    publish_all(bus, [*tasks, *requests])
+    publish_all(bus, [*tasks, *map(_request, tasks)])
 
     rng = random.Random(11)
     names = ("w0", "w1")
@@ -77,6 +89,11 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
     while kills < KILLS:
         assert time.monotonic() < deadline, f"in 600 s, only {kills} of {KILLS} kills found a worker mid-episode"
         time.sleep(rng.uniform(0.5, 2.0))
+        if _lag(bus) <= 2:  # about to run out of requests with kills still to do
+            more = list(itertools.islice(spare, TOP_UP))
+            assert more, "the task suite has no train tasks left to request"
+            publish_all(bus, [*more, *map(_request, more)])
+            tasks += more
         name = min(names, key=lambda n: born[n])  # the older worker: past start-up
         if workers[name].poll() is not None or not _mid_episode(tmp_path / f"{name}-{generation_of[name]}.json"):
             continue  # still starting (slow on a loaded machine) or between episodes: a kill now proves nothing
@@ -94,7 +111,7 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
     for record in bus.replay("episodes"):
         event = from_record(record)
         by_episode[event.episode_id].append(event)
-    lag = sum(p.lag for p in bus.lag("flywheel.rollout-worker", ["rollouts"]))
+    lag = _lag(bus)
     bus.close()
 
     finished: dict[str, int] = defaultdict(int)
@@ -111,7 +128,7 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
             assert ends[0].reason == "abandoned", ends[0].reason
             abandoned += 1
     print(
-        f"\nrollout kill -9: kills={kills} requests={REQUESTS} episodes={len(by_episode)} "
+        f"\nrollout kill -9: kills={kills} requests={len(tasks)} episodes={len(by_episode)} "
         f"abandoned={abandoned} finished={sum(finished.values())} lag={lag}"
     )
     assert lag == 0
