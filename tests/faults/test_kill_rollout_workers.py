@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from scripted_requests import scripted_request
 
 from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import EpisodeEnded, EpisodeStarted
@@ -53,17 +54,7 @@ def _mid_episode(out: Path) -> bool:
 
 
 def _request(task: TaskSpecified) -> RolloutRequested:
-    return RolloutRequested(
-        producer=Producer(service="chaos", version="0"),
-        run_id="chaos",
-        round=1,
-        task_id=task.task_id,
-        policy_version="scripted:reference",
-        harness_version="default",
-        backend="sandbox",
-        seed=0,
-        budgets=task.budgets,
-    )
+    return scripted_request(task, run_id="chaos", producer=Producer(service="chaos", version="0"), round=1)
 
 
 def _lag(bus: Bus) -> int:

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 import typer
 from rich.console import Console
+from scripted_requests import scripted_request
 from typer.testing import CliRunner
 
-from bus_schemas.envelope import Producer
-from bus_schemas.events.rollouts import RolloutRequested
 from infra.bootstrap import open_bus
 from infra.cli.consume_rollout import rollout_worker
 from infra.cli.status_pool import pool_table
@@ -26,22 +25,7 @@ def test_two_worker_processes_from_the_cli_run_every_request_and_report_pool_usa
     bus = open_bus(bus_url)
     ensure_topics(bus)
     publish(bus, *tasks)
-    publish(
-        bus,
-        *[
-            RolloutRequested(
-                producer=Producer(service="t", version="0"),
-                run_id="cli",
-                task_id=t.task_id,
-                policy_version="scripted:reference",
-                harness_version="default",
-                backend="sandbox",
-                seed=0,
-                budgets=t.budgets,
-            )
-            for t in tasks
-        ],
-    )
+    publish(bus, *[scripted_request(t, run_id="cli") for t in tasks])
     app = typer.Typer()
     app.command("rollout-worker")(rollout_worker)
     app.command("noop")(lambda: None)

@@ -13,6 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from scripted_requests import scripted_request
 
 from bus_schemas.envelope import Event, Producer
 from bus_schemas.events.episodes import EpisodeEnded, EpisodeStarted
@@ -53,18 +54,7 @@ def _tasks(n: int) -> list[TaskSpecified]:
 
 
 def _request(task: TaskSpecified, group_size: int = 1) -> RolloutRequested:
-    return RolloutRequested(
-        producer=SCHEDULER,
-        run_id="rollout-test",
-        round=1,
-        task_id=task.task_id,
-        policy_version="scripted:reference",
-        harness_version="default",
-        backend="sandbox",
-        seed=0,
-        budgets=task.budgets,
-        group_size=group_size,
-    )
+    return scripted_request(task, run_id="rollout-test", producer=SCHEDULER, round=1, group_size=group_size)
 
 
 def _submit(bus_url: str, tasks: list[TaskSpecified], requests: list[RolloutRequested]) -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from scripted_requests import scripted_request
 
 from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import ActionRejected, ContextBuilt, EpisodeEnded, EpisodeStarted
@@ -44,17 +45,7 @@ def worker(ports: Ports, tmp_path: Path, stale_after_s: float = 30.0) -> Rollout
 
 
 def request(**overrides) -> RolloutRequested:
-    fields = dict(
-        producer=P,
-        run_id="unit",
-        task_id=TASK.task_id,
-        policy_version="scripted:reference",
-        harness_version="default",
-        backend="sandbox",
-        seed=0,
-        budgets=TASK.budgets,
-    )
-    return RolloutRequested(**{**fields, **overrides})
+    return scripted_request(TASK, run_id="unit", producer=P, **overrides)
 
 
 def by_episode(ports: Ports) -> dict[str, list]:
