@@ -42,6 +42,7 @@ from rollout_requests import scripted_requests, warmup_tasks
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
 from bus_schemas.topics import TOPIC_ROLLOUTS
+from infra.blobs.errors import BlobNotFound
 from infra.blobs.filesystem import FileBlobStore
 
 console = Console(width=150)
@@ -260,13 +261,22 @@ class _FreshWrites(FileBlobStore):
         self.fallback = FileBlobStore(fallback)
 
     def get(self, address: str | BlobRef) -> bytes:
-        return super().get(address) if super().exists(address) else self.fallback.get(address)
+        try:
+            return super().get(address)
+        except BlobNotFound:
+            return self.fallback.get(address)
 
     def open(self, address: str | BlobRef) -> Iterator[bytes]:
-        return super().open(address) if super().exists(address) else self.fallback.open(address)
+        try:
+            return super().open(address)  # opens the file before returning: a missing blob raises here
+        except BlobNotFound:
+            return self.fallback.open(address)
 
     def stat(self, address: str | BlobRef) -> BlobRef:
-        return super().stat(address) if super().exists(address) else self.fallback.stat(address)
+        try:
+            return super().stat(address)
+        except BlobNotFound:
+            return self.fallback.stat(address)
 
     def exists(self, address: str | BlobRef) -> bool:
         return super().exists(address) or self.fallback.exists(address)
