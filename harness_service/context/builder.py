@@ -36,10 +36,6 @@ class ContextInputs:
     """A compact system turn (``tools`` then holds the tools selected for this step, in order)."""
     action_syntax: ActionSyntax = "action"
     """The action format the system turn documents (``HarnessConfig.action_syntax``)."""
-    subtask: bool = False
-    """A sub-agent's context: the goal came from the spawning agent (``task_text``'s ``# Sub-task`` heading)."""
-    can_spawn: bool = True
-    """Whether this agent may spawn sub-agents (False at ``max_subagent_depth``): the compact action list says so."""
 
 
 @dataclass(frozen=True)
@@ -109,19 +105,13 @@ class ContextBuilder:
     def _system_message(self, inputs: ContextInputs) -> ChatMessage:
         """Rendered again only when its inputs change (a skill is loaded, a compact step shows other tools)."""
         tools, offered, loaded = tuple(inputs.tools), tuple(inputs.offered_skills), tuple(inputs.loaded_skills)
-        key = (inputs.instructions, tools, offered, loaded, inputs.compact, inputs.action_syntax, inputs.can_spawn)
+        key = (inputs.instructions, tools, offered, loaded, inputs.compact, inputs.action_syntax)
         if self._system is None or self._system[0] != key:
             if inputs.compact is None:
                 text = system_text(inputs.instructions, tools, offered, loaded, inputs.action_syntax)
             else:
                 text = compact_system_text(
-                    inputs.instructions,
-                    tools,
-                    offered,
-                    loaded,
-                    inputs.compact,
-                    inputs.action_syntax,
-                    can_spawn=inputs.can_spawn,
+                    inputs.instructions, tools, offered, loaded, inputs.compact, inputs.action_syntax
                 )
             self._system = key, ChatMessage(role="system", content=text)
         return self._system[1]
@@ -129,11 +119,9 @@ class ContextBuilder:
     def _task_message(self, inputs: ContextInputs) -> ChatMessage:
         """The same for every step of an episode: rendered once."""
         style = "full" if inputs.compact is None else inputs.compact.observations
-        key = (inputs.goal, tuple(inputs.memories), inputs.first_observation, style, inputs.subtask)
+        key = (inputs.goal, tuple(inputs.memories), inputs.first_observation, style)
         if self._task is None or self._task[0] != key:
-            text = task_text(
-                inputs.goal, inputs.memories, inputs.first_observation, self.turn_chars, style, subtask=inputs.subtask
-            )
+            text = task_text(inputs.goal, inputs.memories, inputs.first_observation, self.turn_chars, style)
             self._task = key, ChatMessage(role="user", content=text)
         return self._task[1]
 

@@ -81,13 +81,9 @@ def task_text(
     first: Observation | None,
     turn_chars: int,
     style: ObservationStyle = "full",
-    *,
-    subtask: bool = False,
 ) -> str:
-    """The goal, the memories retrieved for it and the first observation of the backend. A sub-agent's goal (set by
-    the spawning agent, ``subtask``) is headed ``# Sub-task``: its first tokens tell it apart from a top-level task
-    with the same goal, which a delegating parent hands over word for word."""
-    parts = [("# Sub-task\n" if subtask else "# Task\n") + goal.strip()]
+    """The goal, the memories retrieved for it and the first observation of the backend."""
+    parts = ["# Task\n" + goal.strip()]
     if memories:
         parts.append("# Relevant memories\n" + "\n".join(f"- {m.render()}" for m in memories))
     if first is not None and (first.result is not None or first.error is not None):
@@ -95,13 +91,12 @@ def task_text(
     return "\n\n".join(parts)
 
 
-_SHORT_KINDS = ("memory_read", "memory_write", "skill_load", "subagent_spawn", "finish", "clarify", "refuse")
-
-
-def short_action_format(syntax: ActionSyntax, *, can_spawn: bool = True) -> str:
-    """The compact profile's one-line list of action kinds; ``subagent_spawn`` only where spawning is allowed."""
-    kinds = ", ".join(k for k in _SHORT_KINDS if can_spawn or k != "subagent_spawn")
-    return f"Call one function: a tool, {kinds}." if syntax == "tool_call" else f"Actions: tool_call, {kinds}."
+SHORT_ACTION_FORMAT = (
+    "Actions: tool_call, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
+)
+SHORT_NATIVE_FORMAT = (
+    "Call one function: a tool, memory_read, memory_write, skill_load, subagent_spawn, finish, clarify, refuse."
+)
 
 
 def tool_line(tool: ToolSpec, description_chars: int, note: str | None = None) -> str:
@@ -121,13 +116,10 @@ def compact_system_text(
     loaded: Sequence[Skill],
     profile: CompactContext,
     syntax: ActionSyntax = "action",
-    *,
-    can_spawn: bool = True,
 ) -> str:
     """The system turn of a compact harness profile, most important first (a window may keep only its head):
     instructions, the loaded skills (clipped), the tools selected for this step (in the order given), the
-    offered skills' names, the action kinds (without ``subagent_spawn`` where ``can_spawn`` is False: a
-    sub-agent at the depth limit)."""
+    offered skills' names, the action format."""
     parts = [instructions.strip()]
     for skill in loaded:
         parts.append(f"# Skill {skill.name}\n{skill.body.strip()[: profile.skill_chars]}")
@@ -139,7 +131,7 @@ def compact_system_text(
     if offered and profile.offer_skills:
         parts.append("# Skills: " + ", ".join(s.name for s in sorted(offered, key=lambda s: s.name)))
     if profile.action_format == "short":
-        parts.append(short_action_format(syntax, can_spawn=can_spawn))
+        parts.append(SHORT_NATIVE_FORMAT if syntax == "tool_call" else SHORT_ACTION_FORMAT)
     else:
         parts.append("# Action format\n" + format_doc(syntax))
     return "\n".join(parts)

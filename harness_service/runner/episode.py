@@ -251,8 +251,6 @@ class _Episode:
             first_observation=first,
             compact=self.h.config.compact,
             action_syntax=self.h.config.action_syntax,
-            subtask=self.parent is not None,
-            can_spawn=self.depth < self.h.config.budgets.max_subagent_depth,
         )
         compact = self.h.config.compact
         self.goal_tools = select_tools(self.goal, tools, compact.tool_top_k) if compact is not None else []

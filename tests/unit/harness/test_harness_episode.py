@@ -24,7 +24,7 @@ from bus_schemas.events.episodes import (
     ObservationReturned,
 )
 from bus_schemas.events.tasks import Budgets, MemoryFact
-from harness_service.config import CompactContext, HarnessBudgets, HarnessConfig
+from harness_service.config import HarnessBudgets, HarnessConfig
 from harness_service.context.messages import ChatMessage, decode_context
 from harness_service.memory.store import MemoryStore
 from harness_service.policy.base import PolicyOutput
@@ -157,21 +157,6 @@ def test_skill_load_puts_the_full_text_into_later_contexts() -> None:
     assert missing.error is not None and missing.error.code == "not_found"
 
 
-def test_a_compact_context_offers_spawning_only_below_the_depth_limit() -> None:
-    """The compact action line lists subagent_spawn for the parent and not for a child at max_subagent_depth 1 (it
-    would be refused), and the child's task turn is headed as a sub-task."""
-    spawn = SubagentSpawn(goal="Add the note hello", tools=["notes.add"], max_steps=3)
-    config = HarnessConfig(compact=CompactContext())
-    _, events, blobs, _ = run([spawn, ADD, Finish(answer="added hello"), Finish(answer="done")], config)
-    parent_id = next(e for e in events if isinstance(e, EpisodeStarted)).episode_id
-    built = [e for e in events if isinstance(e, ContextBuilt)]
-    parent = decode_context(blobs.get(next(e for e in built if e.episode_id == parent_id).context))
-    child = decode_context(blobs.get(next(e for e in built if e.episode_id != parent_id).context))
-    assert "subagent_spawn" in parent[0].content and parent[1].content.startswith("# Task\n")
-    assert "subagent_spawn" not in child[0].content and "Actions: tool_call, memory_read" in child[0].content
-    assert child[1].content.startswith("# Sub-task\nAdd the note hello")
-
-
 def test_a_subagent_runs_a_nested_episode_with_its_tool_subset() -> None:
     spawn = SubagentSpawn(goal="Add the note hello", tools=["notes.add"], max_steps=3)
     script = [spawn, ADD, Finish(answer="added hello"), Finish(answer="done")]
@@ -184,9 +169,7 @@ def test_a_subagent_runs_a_nested_episode_with_its_tool_subset() -> None:
     assert child_events[0].causation_id == next(e.event_id for e in events if isinstance(e, ActionTaken))
     child_context = decode_context(blobs.get(next(e for e in child_events if isinstance(e, ContextBuilt)).context))
     assert "## notes.add" in child_context[0].content and "notes.search" not in child_context[0].content
-    assert child_context[1].content.startswith("# Sub-task\nAdd the note hello")  # the parent's own turn: "# Task"
-    parent_context = decode_context(blobs.get(next(e for e in events if isinstance(e, ContextBuilt)).context))
-    assert parent_context[1].content.startswith("# Task\n")
+    assert child_context[1].content.startswith("# Task\nAdd the note hello")
     result = next(e for e in events if isinstance(e, ObservationReturned) and e.episode_id == parent.episode_id)
     assert result.result == {
         "kind": "subagent_result",

@@ -146,7 +146,7 @@ SCENARIOS: dict[str, tuple[Callable[[], str], str]] = {
         ),
         "09abf2953e28cb6056007c774c9c5b6893e6fa622c7859aebddddb48b29b3505",
     ),
-    "toy backend, edge cases": (_run_toy, "b213ca3413c64fe6ec2f819e9236053f22fa7d210d3541ee24820f6cf1fa002d"),
+    "toy backend, edge cases": (_run_toy, "96dedafd2eb2ee5deb089ecc5809fb096ce424125f08e7c762a39962488d9892"),
 }
 
 
