@@ -26,7 +26,12 @@ def tiny_harness() -> HarnessConfig:
     observations show the result without the state changes and empty fields (``observations="result"``: a step
     is p50 44 tokens instead of ~90, so the window holds twice the recent steps).
     At most 16 steps an episode: every reference solution of the suite takes 14 or fewer (measured over seeds
-    0-2), and a small model's failed episodes otherwise run to the task's 20-40 steps, most of a round's time."""
+    0-2), and a small model's failed episodes otherwise run to the task's 20-40 steps, most of a round's time.
+    A sub-agent's context is its parent's first context without the initial observation (a delegating parent hands
+    over its goal word for word); the model blends the two (``"kind":"subagent_call"``). Tried 2026-12-04: a
+    ``# Sub-task`` heading on the child's task turn, and no ``subagent_spawn`` on the child's action line. The
+    blending stopped, but on paired cold starts dev went 0.163 -> 0.100 and 0.175 -> 0.156, test 0.075 -> 0.081 and
+    0.125 -> 0.062, with sub_agent unchanged. Reverted."""
     return HarnessConfig(
         name="tiny-planner",
         instructions=TINY_INSTRUCTIONS,
