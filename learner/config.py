@@ -90,7 +90,8 @@ class LearnerConfig(BaseModel):
     "Before finish, check that every part of the goal is done." 0.031; the same line with ``system_tokens`` +24
     0.131, which is what +24 alone gives without the revision (0.131); the same line placed after the action line
     0.138. The line's content costs nothing. Its length costs everything, and any change of the trained layout
-    costs about 0.07."""
+    costs about 0.07. Training at 192 instead (paired cold starts, 2026-12-04) did not help: dev 0.163 -> 0.138 and
+    0.175 -> 0.175, test 0.075 -> 0.113 and 0.125 -> 0.062."""
     value_swaps: Annotated[int, Field(ge=0)] = 0
     """Value-swapped copies of each training example (``learner.dataset.augment``, random letters and digits of the
     value's shape). Off by default: on the same 288 cold-start demos and 800 steps, 2 swaps gave the same 91/324
