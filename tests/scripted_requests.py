@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bus_schemas.envelope import Producer
+from bus_schemas.events import Budgets
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.tasks import TaskSpecified
 
@@ -23,6 +24,6 @@ def scripted_request(
         harness_version="default",
         backend="sandbox",
         seed=0,
-        budgets=task.budgets,
+        budgets=task.budgets or Budgets(),
     )
     return RolloutRequested(**{**fields, **overrides})

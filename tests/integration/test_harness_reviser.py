@@ -14,12 +14,12 @@ from typing import cast
 
 import pytest
 import typer
+from scripted_requests import scripted_request
 from typer.testing import CliRunner
 
 from bus_schemas.actions import Finish, ToolCall
 from bus_schemas.envelope import Producer
 from bus_schemas.events import (
-    Budgets,
     CategoryScore,
     ContextBuilt,
     DevSetEvaluated,
@@ -27,7 +27,6 @@ from bus_schemas.events import (
     HarnessRevisionDecided,
     HarnessRevisionProposed,
     HarnessVersionPublished,
-    RolloutRequested,
     TaskSpecified,
     overall_score,
 )
@@ -162,17 +161,7 @@ def test_auto_approved_revision_reaches_the_next_rollouts(ports, tmp_path, monke
     pool.register("sandbox", SandboxBackend, 1)
     publish(
         ports.bus,
-        RolloutRequested(
-            producer=P,
-            run_id=RUN,
-            round=1,
-            task_id=tasks[0].task_id,
-            policy_version="scripted:reference",
-            harness_version=published.harness_version,
-            backend="sandbox",
-            seed=0,
-            budgets=tasks[0].budgets or Budgets(),
-        ),
+        scripted_request(tasks[0], run_id=RUN, producer=P, round=1, harness_version=published.harness_version),
     )
     worker = RolloutWorker(ports, pool, state_dir=tmp_path / "rollout-state", claim_grace_s=0.0)
     assert worker.run(idle_exit_s=1.0).episodes == 1
