@@ -1,8 +1,10 @@
 """Candidate tasks for a request: new seeded worlds of matching templates, harder variants of failed tasks,
 and cross-app recombinations (every other candidate: the instance followed by a partner template's, same world).
 
-Candidates are a pure function of the request (its id seeds the worlds), so a replay builds the same
-tasks. Worlds come from the requested split's own pools, so a train task never shares a world with dev/test.
+Candidates are a pure function of the request (its id, less the run id it starts with, seeds the worlds), so a
+replay builds the same tasks, and so does a rerun of the loop (the reweighter names its requests
+``<run_id>/round-<n>/<category>``): a run is reproducible past the round that first generates tasks.
+Worlds come from the requested split's own pools, so a train task never shares a world with dev/test.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ _log = logging.getLogger(__name__)
 GENERATOR = "task-constructor/0.1.0"
 
 
-def request_seed(request_id: str) -> int:
-    """A suite seed far from the built-in suites' (which start at 0)."""
-    return 1_000 + int(hashlib.sha256(request_id.encode()).hexdigest()[:8], 16) % 1_000_000
+def request_seed(request: TaskGenerationRequested) -> int:
+    """A suite seed far from the built-in suites' (which start at 0), from the request id without its run id."""
+    key = request.request_id.removeprefix(f"{request.run_id}/")
+    return 1_000 + int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 1_000_000
 
 
 def templates_for(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> list[Template]:
@@ -47,7 +50,7 @@ def candidates(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> 
     templates = templates_for(request, seeds)
     if not templates:
         return
-    seed = request_seed(request.request_id)
+    seed = request_seed(request)
     parent = seeds[0].task_id if seeds else None
     for k in range(10**6):
         template = templates[k % len(templates)]

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 def _request(**kw):
     return TaskGenerationRequested(
-        **IDS, **{"request_id": "run-test/round-1/memory", "capability": "memory", "count": 4, **kw}
+        **{**IDS, "request_id": "run-test/round-1/memory", "capability": "memory", "count": 4, **kw}
     )
 
 
@@ -39,6 +39,17 @@ def test_construction_is_reproducible_from_the_request():
         fingerprint(t) for t in b
     ]
     assert [t.task_id for t in construct(_request(request_id="other"), [], set(), P)] != [t.task_id for t in a]
+
+
+def test_a_rerun_of_the_loop_generates_the_same_worlds_and_another_round_other_ones():
+    """The run id that starts a reweighter's request id does not seed the worlds: a second run with the same seed
+    is reproducible past its first generated tasks. The round and category still do."""
+    a = construct(_request(), [], set(), P)
+    rerun = construct(_request(run_id="run-again", request_id="run-again/round-1/memory"), [], set(), P)
+    assert [fingerprint(t) for t in rerun] == [fingerprint(t) for t in a]
+    assert all(t.run_id == "run-again" for t in rerun)
+    later = construct(_request(request_id="run-test/round-2/memory"), [], set(), P)
+    assert not {fingerprint(t) for t in later} & {fingerprint(t) for t in a}
 
 
 def test_held_out_tasks_are_never_reproduced():
