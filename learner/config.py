@@ -115,6 +115,9 @@ class LearnerConfig(BaseModel):
     """Task-suite seeds whose train split forms the train pool (18 instances per template and seed); the cold
     start demonstrates a part of it (``LoopConfig.first_round_rollouts``), the rest is new to the model."""
     dev_per_category: Annotated[int, Field(ge=1)] | None = 16
+    """Dev and test tasks per category (None: the whole split), spread over the category's templates
+    (``learner.eval.dev.pick_tasks``): 16 score each of the 32 templates once or twice. Figures recorded here
+    before 2026-12-04 scored the 4 instances of each category's first 4 templates (difficulty 1-2) instead."""
     work_dir: Path = Path(".flywheel/learner")
     require_approval: bool = False
 

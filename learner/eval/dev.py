@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from bus_schemas.envelope import Event
 from bus_schemas.events.tasks import Capability, Split, TaskSpecified
@@ -40,11 +41,20 @@ def pick_tasks(
     categories: Sequence[Capability] = tuple(OVERALL_WEIGHTS),
     max_difficulty: int = 3,
 ) -> list[TaskSpecified]:
-    """A deterministic slice of a split: the first ``per_category`` tasks of each category, in suite order."""
+    """A deterministic slice of a split: ``per_category`` tasks of each category, spread over its templates.
+
+    The slice takes each template's first instance (in suite order), then each one's second, and so on, so every
+    template of a category (and so every difficulty) is scored once the slice holds as many tasks as it has
+    templates. Taking a category's first tasks in suite order instead scored the instances of its first templates
+    only: 16 per category were the 4 instances of 4 templates of difficulty 1-2, the other 16 templates never."""
     chosen: list[TaskSpecified] = []
     for category in categories:
-        pool = [t for t in tasks if t.split == split and t.category == category and t.difficulty <= max_difficulty]
-        chosen.extend(pool if per_category is None else pool[:per_category])
+        by_template: dict[str, list[TaskSpecified]] = defaultdict(list)
+        for t in tasks:
+            if t.split == split and t.category == category and t.difficulty <= max_difficulty:
+                by_template[t.source.template_id or t.task_id].append(t)
+        spread = [t for rank in zip_longest(*by_template.values()) for t in rank if t is not None]
+        chosen.extend(spread if per_category is None else spread[:per_category])
     return chosen
 
 
