@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bus_schemas.envelope import Event, Producer, correlate
@@ -56,6 +57,18 @@ class PlanConfig:
 
 def preserved(task_id: str, one_in: int) -> bool:
     return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) % one_in == 0
+
+
+def round_dev(devs: Sequence[DevSetEvaluated], started: RoundStarted) -> DevSetEvaluated | None:
+    """The dev score a round's plan acts on: the latest evaluation of what the round runs (its policy under its
+    harness), else the latest evaluation of a model. A harness revision's candidate evaluation scores a harness the
+    round does not run unless it was promoted (then it is the round's harness); taking the latest dev score of any
+    kind once planned round 2 on a rejected revision's 0.000, as if the model solved nothing."""
+    scored = [d for d in devs if d.split == "dev"]
+    runs = (started.policy_version, started.harness_version)
+    ran = [d for d in scored if (f"{d.model_name}/{d.model_version}", d.harness_version) == runs]
+    chosen = ran or [d for d in scored if d.evaluates == "model"]
+    return max(chosen, key=lambda d: (d.occurred_at, d.event_id)) if chosen else None
 
 
 def plan(

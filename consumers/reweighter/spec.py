@@ -20,7 +20,7 @@ from bus_schemas.events import (
 )
 from bus_schemas.topics import TOPIC_DIAGNOSES, TOPIC_MODELS, TOPIC_ROUNDS, TOPIC_TASKS, TOPIC_VERDICTS
 from consumers.common.log_index import LogIndex
-from consumers.reweighter.handler import VERSION, PlanConfig, plan
+from consumers.reweighter.handler import VERSION, PlanConfig, plan, round_dev
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
 
@@ -54,8 +54,7 @@ class Reweighter:
         assert isinstance(event, RoundStarted)
         self.ports = ports
         tasks = self._before(TOPIC_TASKS, TaskSpecified, event)
-        devs = [d for d in self._before(TOPIC_MODELS, DevSetEvaluated, event) if d.split == "dev"]
-        dev = max(devs, key=lambda d: (d.occurred_at, d.event_id)) if devs else None
+        dev = round_dev(self._before(TOPIC_MODELS, DevSetEvaluated, event), event)
         # Competence is the model's: rounds rolled out by a scripted policy (the cold start) do not count.
         scripted = scripted_rounds(self._before(TOPIC_ROUNDS, RoundStarted, event))
         all_verdicts = self._before(TOPIC_VERDICTS, EpisodeVerified, event)

@@ -6,7 +6,7 @@ import pytest
 from consumer_factory import IDS, P, suite, verdict
 
 from bus_schemas.events import CategoryScore, DevSetEvaluated, FailureDiagnosed, RoundStarted, overall_score
-from consumers.reweighter.handler import PlanConfig, plan, preserved
+from consumers.reweighter.handler import PlanConfig, plan, preserved, round_dev
 
 pytestmark = pytest.mark.unit
 STARTED = RoundStarted(**{**IDS, "round": 3}, policy_version="p", harness_version="h", planned_rollouts=8)
@@ -64,13 +64,15 @@ def test_weak_capabilities_get_more_weight():
     assert p.category_weights["memory"] > p.category_weights["tool_use"]
 
 
-def _dev(memory_rate):
+def _dev(memory_rate, model_version="1", harness_version="h", evaluates="model", split="dev"):
     scores = {"tool_use": 0.9, "memory": memory_rate, "skills": 0.9, "sub_agent": 0.9}
     return DevSetEvaluated(
         **IDS,
         model_name="m",
-        model_version="1",
-        harness_version="h",
+        model_version=model_version,
+        harness_version=harness_version,
+        evaluates=evaluates,
+        split=split,
         per_category={k: CategoryScore(success_rate=v, tasks=10) for k, v in scores.items()},
         overall=overall_score(scores),
         tokens_per_task=1.0,
@@ -82,6 +84,23 @@ def test_a_low_dev_score_with_a_small_pool_requests_new_tasks():
     out = _plan(dev=_dev(0.2), cfg=PlanConfig(min_pool=150))
     [request] = [e for e in out if e.event_type == "TaskGenerationRequested"]
     assert (request.capability, request.count, request.split) == ("memory", 150 - 126, "train")
+
+
+def test_the_plan_acts_on_the_dev_score_of_what_the_round_runs_not_on_a_rejected_revisions():
+    """Round 2 runs m/1 under harness h/1: its evaluation counts, not the later ones of m/2 or of a revision."""
+    started = RoundStarted(**{**IDS, "round": 2}, policy_version="m/1", harness_version="h/1", planned_rollouts=8)
+    own = _dev(0.6, "1", "h/1")
+    newer_model = _dev(0.3, "2", "h/1")  # evaluated later, not promoted: the round does not run it
+    revision = _dev(0.0, "1", "h/2", evaluates="harness")  # a candidate harness, rejected
+    test_split = _dev(0.1, "1", "h/1", split="test")
+    assert round_dev([own, newer_model, revision, test_split], started) == own
+    # Nothing of the pair the round runs (e.g. an alias as its policy): the latest model evaluation, never a revision's
+    aliased = started.model_copy(update={"policy_version": "m@production"})
+    assert round_dev([own, newer_model, revision], aliased) == newer_model
+    assert round_dev([revision, test_split], aliased) is None
+    # A promoted revision is the round's harness: its evaluation is the one of what runs
+    promoted = started.model_copy(update={"harness_version": "h/2"})
+    assert round_dev([own, newer_model, revision], promoted) == revision
 
 
 def test_a_large_pool_or_a_good_score_requests_nothing():
