@@ -57,6 +57,9 @@ class RoundRow:
     """This round's model against the previous round's on the dev tasks both ran (same instances and seeds): the
     paired Overall ``delta`` with its bootstrap ``interval``, tasks ``won`` / ``lost`` and the ``versus`` model.
     Whether dev rose is read here: a delta whose interval spans 0 is within the noise of the dev split."""
+    dev_per_template: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Template id -> ``difficulty``, ``tasks`` and ``solved`` of this round's model evaluation on dev: which
+    templates the round's model solves (the dev slice spreads over every template of each category)."""
     dev_tokens_per_task: float | None = None
     dev_tool_calls_per_task: float | None = None
     revision_dev_overall: float | None = None
@@ -153,11 +156,15 @@ def revision_rows(events: Iterable[Event], read_patch: PatchReader | None = None
     return rows
 
 
-def _round_over_round(
-    run_id: str, events: list[Event], rows: dict[int, RoundRow], verified: dict[str, EpisodeVerified]
-) -> dict[int, dict[str, Any]]:
-    """Round -> its model's paired dev comparison with the previous round's model (``RoundRow.dev_vs_previous``),
-    from the model evaluations' own episodes: the dev split's tasks of the Overall (external suites excluded)."""
+DevOutcomes = dict[int, tuple[str, dict[str, bool]]]
+"""Round -> (its evaluated model, dev task id -> solved) from that model evaluation's own episodes."""
+
+
+def _dev_outcomes(
+    events: list[Event], rows: dict[int, RoundRow], verified: dict[str, EpisodeVerified]
+) -> tuple[dict[str, TaskSpecified], DevOutcomes]:
+    """The run's tasks and each round's model evaluation on the dev split's tasks of the Overall (external suites
+    excluded), from the evaluation's own episodes."""
     tasks = {e.task_id: e for e in events if isinstance(e, TaskSpecified)}
     requests: dict[tuple[int, str], list[RolloutRequested]] = defaultdict(list)
     for event in events:
@@ -165,12 +172,17 @@ def _round_over_round(
             task = tasks.get(event.task_id)
             if task is not None and task.split == "dev" and task.source.kind != "external":
                 requests[(event.round, event.policy_version)].append(event)
-    solved: dict[int, tuple[str, dict[str, bool]]] = {}
+    solved: DevOutcomes = {}
     for number, r in rows.items():
         for (at, policy), asked in requests.items():
             name, version = model_ref(policy)
             if at == number and r.dev_model_version == f"{name}/{version}":
                 solved[number] = (r.dev_model_version, outcomes(asked, verified))
+    return tasks, solved
+
+
+def _round_over_round(run_id: str, tasks: dict[str, TaskSpecified], solved: DevOutcomes) -> dict[int, dict[str, Any]]:
+    """Round -> its model's paired dev comparison with the previous round's model (``RoundRow.dev_vs_previous``)."""
     compared: dict[int, dict[str, Any]] = {}
     for number in sorted(solved):
         if number - 1 not in solved:
@@ -188,6 +200,22 @@ def _round_over_round(
                 "tasks": paired.tasks,
             }
     return compared
+
+
+def _per_template(tasks: dict[str, TaskSpecified], solved: DevOutcomes) -> dict[int, dict[str, dict[str, int]]]:
+    """Round -> template id -> ``difficulty``, ``tasks`` and ``solved`` of the round's model on dev."""
+    folded: dict[int, dict[str, dict[str, int]]] = {}
+    for number, (_, outcome) in solved.items():
+        cells: dict[str, dict[str, int]] = {}
+        for task_id, won in outcome.items():
+            task = tasks[task_id]
+            cell = cells.setdefault(
+                task.source.template_id or task_id, {"difficulty": task.difficulty, "tasks": 0, "solved": 0}
+            )
+            cell["tasks"] += 1
+            cell["solved"] += won
+        folded[number] = dict(sorted(cells.items()))
+    return folded
 
 
 @dataclass
@@ -313,8 +341,11 @@ def build_report(
                 solved
             )
             r.tool_calls_per_solved = sum(e.tool_calls for e in solved) / len(solved)
-    for number, paired in _round_over_round(run_id, events, rows, verified).items():
+    tasks, dev_solved = _dev_outcomes(events, rows, verified)
+    for number, paired in _round_over_round(run_id, tasks, dev_solved).items():
         row(number).dev_vs_previous = paired
+    for number, templates in _per_template(tasks, dev_solved).items():
+        row(number).dev_per_template = templates
     for number, counts in failures.items():
         row(number).failures = dict(sorted(counts.items()))
     for number, stages in (stage_seconds or {}).items():

@@ -141,6 +141,24 @@ def _table(report: RunReport) -> str:
     return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
 
 
+def _templates(report: RunReport) -> str:
+    """One row per dev template: its difficulty and, per round, what the round's model solved of its tasks."""
+    rounds = [r for r in report.rounds if r.dev_per_template]
+    templates = sorted({t for r in rounds for t in r.dev_per_template})
+    if not templates:
+        return "<p>none</p>"
+    head = ("template", "difficulty", *(f"round {r.round}" for r in rounds))
+    rows = []
+    for template in templates:
+        cells = [r.dev_per_template.get(template) for r in rounds]
+        difficulty = next(c["difficulty"] for c in cells if c is not None)
+        shown = ["" if c is None else f"{c['solved']}/{c['tasks']}" for c in cells]
+        rows.append(
+            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (template, difficulty, *shown)) + "</tr>"
+        )
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+
+
 def versus_previous(row: RoundRow) -> str:
     """``+0.031 [-0.012, +0.075] 3/1`` for a round whose model was compared with the previous round's on dev."""
     paired = row.dev_vs_previous
@@ -223,6 +241,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:10
 <ul>{settings}</ul>
 <h2>Per round</h2>{_table(report)}
 <h2>Dev success</h2><img src="dev.png" alt="dev success per round">
+<h2>Dev per template (solved / tasks of each round's model)</h2>{_templates(report)}
 <h2>Cost per solved task</h2><img src="cost.png" alt="tokens and tool calls per solved task">
 <h2>Curation and failures</h2><img src="curation.png" alt="curation decisions and failure attributions">
 <h2>Harness revisions (paired dev A/B against the parent, same model and tasks)</h2>{_revisions(report)}

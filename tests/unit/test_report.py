@@ -186,8 +186,8 @@ def test_each_rounds_model_is_compared_with_the_previous_rounds_on_the_same_dev_
     from consumers.dev_evaluator.handler import group_id
 
     def task(task_id: str, category: str, split: str = "dev", kind: str = "template") -> object:
-        source = EX["TaskSpecified"].source.model_copy(update={"kind": kind})
-        return _e("TaskSpecified", 0, task_id=task_id, category=category, split=split, source=source)
+        source = EX["TaskSpecified"].source.model_copy(update={"kind": kind, "template_id": f"{category}.tpl"})
+        return _e("TaskSpecified", 0, task_id=task_id, category=category, split=split, source=source, difficulty=2)
 
     def asked(round_: int, policy: str, task_id: str, won: bool, kind: str = "model") -> list:
         episode = f"ep-{round_}-{policy}-{kind}-{task_id}"
@@ -233,6 +233,18 @@ def test_each_rounds_model_is_compared_with_the_previous_rounds_on_the_same_dev_
     assert paired["delta"] == pytest.approx(0.5 * (1.0 - 0.5) + 0.2 * (0.5 - 0.5))  # Overall weights; memory 1-1
     low, high = paired["interval"]
     assert low <= paired["delta"] <= high and low < high
+    # Per template, the same episodes: round 0 solved t1 and m2, round 1 t1, t2 and m1 (test, external and the
+    # revision's evaluation stay out)
+    assert zero.dev_per_template == {
+        "memory.tpl": {"difficulty": 2, "tasks": 2, "solved": 1},
+        "tool_use.tpl": {"difficulty": 2, "tasks": 2, "solved": 1},
+    }
+    assert one.dev_per_template == {
+        "memory.tpl": {"difficulty": 2, "tasks": 2, "solved": 1},
+        "tool_use.tpl": {"difficulty": 2, "tasks": 2, "solved": 2},
+    }
     html_path = write_report(build_report("run-1", events), tmp_path / "runs" / "run-1")
-    assert f"{paired['delta']:+.3f} [{low:+.3f}, {high:+.3f}] 2/1" in html_path.read_text()
+    page = html_path.read_text()
+    assert f"{paired['delta']:+.3f} [{low:+.3f}, {high:+.3f}] 2/1" in page
+    assert "<tr><td>tool_use.tpl</td><td>2</td><td>1/2</td><td>2/2</td></tr>" in page
     assert json.loads((html_path.parent / "report.json").read_text())["rounds"][1]["dev_vs_previous"]["won"] == 2
