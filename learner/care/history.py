@@ -22,12 +22,18 @@ def schedule_in_force(bus: Bus, model_name: str) -> RewardSchedule:
 
 
 def recent_dev_overall(bus: Bus, model_name: str) -> tuple[float | None, float | None]:
-    """(latest, previous) dev Overall published for ``model_name``."""
+    """(latest, previous) dev Overall of ``model_name``'s versions. Evaluations of harness revisions are not the
+    model's: a rejected candidate's 0.000 read as the latest score made the controller see dev collapse."""
     scores: list[float] = []
     if TOPIC_MODELS in bus.topics():
         for record in bus.replay(TOPIC_MODELS):
             event = from_record(record)
-            if isinstance(event, DevSetEvaluated) and event.model_name == model_name and event.split == "dev":
+            if (
+                isinstance(event, DevSetEvaluated)
+                and event.model_name == model_name
+                and event.split == "dev"
+                and event.evaluates == "model"
+            ):
                 scores.append(event.overall)
     latest = scores[-1] if scores else None
     previous = scores[-2] if len(scores) > 1 else None
