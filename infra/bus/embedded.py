@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS group_offsets(
 CREATE TABLE IF NOT EXISTS group_members(
     grp TEXT NOT NULL, member TEXT NOT NULL, heartbeat REAL NOT NULL,
     PRIMARY KEY(grp, member)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_generations(
+    grp TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 _PAGE = 5000
@@ -283,24 +285,30 @@ class EmbeddedBus:
             [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
         )
 
-    def heartbeat(self, group: str, member: str) -> list[str]:
-        """Record that ``member`` is alive, expire silent members, return the live members in order."""
+    def heartbeat(self, group: str, member: str) -> tuple[list[str], int]:
+        """Record that ``member`` is alive, expire silent members; return the live members in order and the
+        group's generation, which moves on every join and every departure."""
         now = time.time()
         with self._write() as conn:
+            joined = conn.execute("SELECT 1 FROM group_members WHERE grp=? AND member=?", (group, member)).fetchone()
             conn.execute(
                 "INSERT INTO group_members(grp, member, heartbeat) VALUES(?,?,?) "
                 "ON CONFLICT(grp, member) DO UPDATE SET heartbeat=excluded.heartbeat",
                 (group, member, now),
             )
-            conn.execute(
+            expired = conn.execute(
                 "DELETE FROM group_members WHERE grp=? AND heartbeat < ?", (group, now - self.session_timeout_s)
-            )
+            ).rowcount
+            if joined is None or expired:
+                _next_generation(conn, group)
             rows = conn.execute("SELECT member FROM group_members WHERE grp=? ORDER BY member", (group,)).fetchall()
-        return [r[0] for r in rows]
+            generation = conn.execute("SELECT generation FROM group_generations WHERE grp=?", (group,)).fetchone()
+        return [r[0] for r in rows], generation[0] if generation else 0
 
     def leave(self, group: str, member: str) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM group_members WHERE grp=? AND member=?", (group, member))
+            if conn.execute("DELETE FROM group_members WHERE grp=? AND member=?", (group, member)).rowcount:
+                _next_generation(conn, group)
 
     def lag(self, group: str, topics: Sequence[str]) -> list[PartitionLag]:
         out = []
@@ -313,6 +321,14 @@ class EmbeddedBus:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _next_generation(conn: sqlite3.Connection, group: str) -> None:
+    conn.execute(
+        "INSERT INTO group_generations(grp, generation) VALUES(?, 1) "
+        "ON CONFLICT(grp) DO UPDATE SET generation = generation + 1",
+        (group,),
+    )
 
 
 class EmbeddedConsumer:
@@ -329,6 +345,7 @@ class EmbeddedConsumer:
         self.topics = topics
         self.member = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._positions: dict[TopicPartition, int] = {}
+        self._generation = 0
         self._next_heartbeat = 0.0
         self._cursor = 0
         self._closed = False
@@ -358,7 +375,7 @@ class EmbeddedConsumer:
         return True
 
     def _rebalance(self) -> None:
-        members = self.bus.heartbeat(self.group, self.member)
+        members, self._generation = self.bus.heartbeat(self.group, self.member)
         self._next_heartbeat = time.monotonic() + self.bus.session_timeout_s / 4
         every = sorted(TopicPartition(t, p) for t in self.topics for p in range(self._partitions_or_zero(t)))
         index = members.index(self.member)
@@ -376,6 +393,9 @@ class EmbeddedConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._positions)
+
+    def generation(self) -> int:
+        return self._generation
 
     def poll(self, max_records: int = 500, timeout_s: float = 1.0) -> list[Record]:
         now = time.monotonic()

@@ -315,17 +315,20 @@ class KafkaBus:
 
 
 class _ClaimOnAssign(ConsumerRebalanceListener):
-    """Fence the previous owners of newly assigned partitions before reading them (``infra.bus.kafka_fencing``)."""
+    """Fence the previous owners of newly assigned partitions before reading them (``infra.bus.kafka_fencing``);
+    count the rebalances this member took part in (its ``generation``)."""
 
     def __init__(self, consumer: AIOKafkaConsumer, producers: PartitionProducers) -> None:
         self.consumer = consumer
         self.producers = producers
+        self.rebalances = 0
 
     async def on_partitions_revoked(self, revoked) -> None:  # noqa: ANN001 - aiokafka's set of partitions
         await self.producers.release(revoked)
 
     async def on_partitions_assigned(self, assigned) -> None:  # noqa: ANN001
         await self.producers.claim(self.consumer, assigned)
+        self.rebalances += 1
 
 
 class KafkaGroupConsumer:
@@ -361,7 +364,8 @@ class KafkaGroupConsumer:
             max_poll_interval_ms=int(max_poll_interval_s * 1000),
             isolation_level="read_committed",
         )
-        consumer.subscribe(topics, listener=_ClaimOnAssign(consumer, self._producers))
+        self._listener = _ClaimOnAssign(consumer, self._producers)
+        consumer.subscribe(topics, listener=self._listener)
         await consumer.start()
         return consumer
 
@@ -464,6 +468,9 @@ class KafkaGroupConsumer:
             return {TopicPartition(tp.topic, tp.partition) for tp in self._consumer.assignment()}
 
         return self._loop.run(current())
+
+    def generation(self) -> int:
+        return self._listener.rebalances
 
     def close(self) -> None:
         """Leave the group and stop the transactional producer; a no-op when closed already (or the bus is)."""

@@ -109,5 +109,8 @@ class NamespacedConsumer:
     def assignment(self) -> set[TopicPartition]:
         return {TopicPartition(self.bus.local(tp.topic), tp.partition) for tp in self.inner.assignment()}
 
+    def generation(self) -> int:
+        return self.inner.generation()
+
     def close(self) -> None:
         self.inner.close()

@@ -40,6 +40,12 @@ class GroupConsumer(Protocol):
 
     def assignment(self) -> set[TopicPartition]: ...
 
+    def generation(self) -> int:
+        """Changes whenever the group's membership changed by the time this member last took its share (a member
+        joined or left), even when the share came back the same: a peer that joined, started a record of this
+        member's partition and died while this member was busy leaves an unchanged ``assignment`` behind."""
+        ...
+
     def close(self) -> None: ...
 
 

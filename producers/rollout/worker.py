@@ -8,8 +8,9 @@ request taken from each newly assigned partition is checked against the ``episod
 (ledger.scan_request): completed members are not run again; an attempt with EpisodeStarted but no
 EpisodeEnded is closed with EpisodeEnded(reason=abandoned) and the member re-runs under attempt+1
 with a new episode id (ids.episode_id_for), so every episode id has exactly one start and one end.
-After a rebalance, members may briefly disagree on who owns a partition: records polled within
-``claim_grace_s`` of an assignment change are held (while polling on, so views converge) and then
+After a rebalance (a change of the assignment, or of the group's membership even when the share came back the
+same), members may briefly disagree on who owns a partition: records polled within
+``claim_grace_s`` of a change are held (while polling on, so views converge) and then
 handled only if their partition is still ours; for ``settle_s`` after a change every request is
 checked against the log; and an open attempt that wrote an event within ``stale_after_s`` (a peer
 still running it) is waited for, to end or go stale, instead of being run twice.
@@ -108,6 +109,7 @@ class RolloutWorker:
         self.stats = WorkerStats()
         self.consumer = ports.bus.consumer(GROUP, [TOPIC_ROLLOUTS])
         self._assignment: set[TopicPartition] = set()
+        self._generation = -1  # the group's generation when the assignment was last read
         self._held: list[Record] = []  # polled during a rebalance's grace period, handled after it
         self._next_offset: dict[TopicPartition, int] = {}
 
@@ -281,11 +283,15 @@ class RolloutWorker:
         self._next_offset[TopicPartition(record.topic, record.partition)] = record.offset + 1
 
     def _track_assignment(self) -> bool:
-        """Notice a rebalance; True when the assignment changed since the last call."""
-        current = self.consumer.assignment()
-        if current == self._assignment:
+        """Notice a rebalance; True when the assignment or the group's membership changed since the last call. The
+        membership counts even when the share comes back the same: a peer that joined while this worker ran an
+        episode, took one of its partitions, started that partition's next request and was killed leaves the worker
+        its old share and that request half run (a kill -9 chaos run found its attempt never closed, because the
+        worker took the request as its own next one and did not check it against the log)."""
+        current, generation = self.consumer.assignment(), self.consumer.generation()
+        if current == self._assignment and generation == self._generation:
             return False
-        self._assignment = current
+        self._assignment, self._generation = current, generation
         self._assigned_at = time.monotonic()
         self._next_offset.clear()  # partitions that moved may come back with a peer's broken attempt
         return True

@@ -131,6 +131,37 @@ def test_a_member_busy_past_the_session_timeout_keeps_its_partitions(bus, bus_ur
         peer.close()
 
 
+def test_a_peer_that_joins_and_leaves_while_a_member_is_busy_moves_the_members_generation(bus, unique):
+    """Whoever joined or left while a member was busy, its ``generation`` says so once it polls again, even when its
+    share comes back the same. (A rollout worker mid-episode missed a peer that joined, started the next request of
+    the worker's partition and was killed; back with an unchanged share, the worker took that request for its own
+    next one and never closed the peer's attempt.)"""
+    topic = _topic(bus, unique, "generation", partitions=2)
+    group = f"g-{unique}"
+    busy = bus.consumer(group, [topic])
+    try:
+        end = time.monotonic() + 60
+        while len(busy.assignment()) < 2:
+            assert time.monotonic() < end, "a lone member never got every partition"
+            busy.poll(timeout_s=0.2)
+        mine, generation = busy.assignment(), busy.generation()
+        peer = bus.consumer(group, [topic])
+        peer.poll(timeout_s=2.0)
+        peer.close()
+        end = time.monotonic() + 60
+        while busy.generation() == generation or busy.assignment() != mine:
+            assert time.monotonic() < end, "the member never noticed the peer that came and went"
+            busy.poll(timeout_s=0.2)
+        for _ in range(5):  # and with nobody coming or going, it stays put
+            busy.poll(timeout_s=0.2)
+        settled = busy.generation()
+        for _ in range(10):
+            busy.poll(timeout_s=0.2)
+            assert busy.generation() == settled and busy.assignment() == mine
+    finally:
+        busy.close()
+
+
 def test_committed_offsets_resume_and_lag_is_reported(bus, unique):
     topic = _topic(bus, unique, "resume", partitions=1)
     group = f"g-{unique}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -11,16 +12,20 @@ from scripted_requests import scripted_request
 from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import ActionRejected, ContextBuilt, EpisodeEnded, EpisodeStarted
 from bus_schemas.events.rollouts import RolloutRequested
+from bus_schemas.topics import TOPIC_ROLLOUTS
 from harness_service.policy.scripted import ScriptedPolicy
 from infra.audit.blobs import blob_refs
 from infra.bootstrap import Ports, open_blob_store, open_bus
-from infra.events import ensure_topics, from_record, publish
+from infra.bus.partitioner import partition_for_key
+from infra.bus.records import TopicPartition
+from infra.events import ensure_topics, from_record, publish, to_record
 from producers.backends.sandbox import SandboxBackend
 from producers.pool import EnvironmentPool
 from producers.rollout import RolloutWorker, episode_id_for
 from producers.rollout import sink as sink_module
 from producers.rollout.ids import parse_episode_id
 from producers.rollout.versions import SCRIPTED, VersionResolver
+from producers.rollout.worker import GROUP
 from producers.tasks import build_task_suite
 
 pytestmark = pytest.mark.unit
@@ -86,8 +91,8 @@ def test_a_redelivered_completed_request_runs_nothing_again(ports: Ports, tmp_pa
     assert sum(len(v) for v in by_episode(ports).values()) == before
 
 
-def test_a_broken_attempt_is_closed_as_abandoned_and_rerun(ports: Ports, tmp_path: Path) -> None:
-    req = request()
+def half_episode(ports: Ports, req: RolloutRequested) -> tuple[EpisodeStarted, ContextBuilt]:
+    """What a worker killed during the first step of ``req``'s attempt 0 left on the log."""
     envelope = dict(producer=P, run_id="unit", task_id=TASK.task_id, episode_id=req.episode_id, attempt=0)
     started = EpisodeStarted(
         **envelope,
@@ -105,6 +110,12 @@ def test_a_broken_attempt_is_closed_as_abandoned_and_rerun(ports: Ports, tmp_pat
         context=ports.blobs.put(b"[]", "application/json"),
         token_count=1,
     )
+    return started, built
+
+
+def test_a_broken_attempt_is_closed_as_abandoned_and_rerun(ports: Ports, tmp_path: Path) -> None:
+    req = request()
+    started, built = half_episode(ports, req)
     publish(ports.bus, started, built, req)  # a dead worker's half episode, then the redelivered request
     stats = worker(ports, tmp_path, stale_after_s=0.0).run(idle_exit_s=0.5)
     episodes = by_episode(ports)
@@ -234,3 +245,34 @@ def test_no_event_is_published_before_the_blobs_it_references_are_durable(
     blobs_written = sum(syncs) // 2  # each sync's owed files: a blob and its .meta
     assert blobs_written >= len(checked) and 0 < sum(1 for n in syncs if n) < blobs_written
     assert store._unsynced == []
+
+
+def test_a_peer_that_came_and_went_while_the_worker_was_busy_leaves_its_request_checked_against_the_log(
+    ports: Ports, tmp_path: Path
+) -> None:
+    """A peer joined while the worker ran an episode, took the worker's partition, started its next request and was
+    killed: the worker, back with its old share, still checks that request against the log, closes the peer's
+    attempt as abandoned and runs the next one. (A kill -9 chaos run found such an attempt never closed: the worker
+    took the request for its own next one, because its share looked unchanged.)"""
+    partitions = ports.bus.partitions(TOPIC_ROLLOUTS)
+    by_partition: dict[int, list[RolloutRequested]] = {}
+    for seed in range(64):
+        req = request(seed=seed)
+        by_partition.setdefault(partition_for_key(to_record(req).key, partitions), []).append(req)
+    first, second = next(reqs for reqs in by_partition.values() if len(reqs) >= 2)[:2]
+    publish(ports.bus, first)
+    w = worker(ports, tmp_path, stale_after_s=0.0)
+    w.settle_s = 0.0  # long past its last rebalance: only a change it notices makes it check the log
+    w.run(idle_exit_s=0.5)
+    peer = ports.bus.consumer(GROUP, [TOPIC_ROLLOUTS])  # the worker is busy meanwhile (not polling)
+    started, built = half_episode(ports, second)
+    publish(ports.bus, second, started, built)
+    peer.close()  # killed
+    time.sleep(ports.bus.session_timeout_s / 2)  # the worker's own rebalance is due when it polls again
+    stats = w.run(idle_exit_s=0.5)
+    assert w.consumer.assignment() == {TopicPartition(TOPIC_ROLLOUTS, p) for p in range(partitions)}
+    episodes = by_episode(ports)
+    broken, rerun = episodes[second.episode_id], episodes[episode_id_for(second, 0, 1)]
+    assert [type(e) for e in broken] == [EpisodeStarted, ContextBuilt, EpisodeEnded], "the peer's attempt, closed"
+    assert broken[-1].reason == "abandoned" and rerun[-1].reason == "finished"
+    assert (stats.abandoned, stats.episodes) == (1, 2)
