@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from consumer_factory import IDS, P, suite, verdict
+from dev_scores import dev_evaluated
 
-from bus_schemas.events import CategoryScore, DevSetEvaluated, FailureDiagnosed, RoundStarted, overall_score
+from bus_schemas.events import FailureDiagnosed, RoundStarted
 from consumers.reweighter.handler import PlanConfig, plan, preserved, round_dev
 
 pytestmark = pytest.mark.unit
@@ -66,17 +67,15 @@ def test_weak_capabilities_get_more_weight():
 
 def _dev(memory_rate, model_version="1", harness_version="h", evaluates="model", split="dev"):
     scores = {"tool_use": 0.9, "memory": memory_rate, "skills": 0.9, "sub_agent": 0.9}
-    return DevSetEvaluated(
+    return dev_evaluated(
+        scores,
+        tasks=10,
         **IDS,
         model_name="m",
         model_version=model_version,
         harness_version=harness_version,
         evaluates=evaluates,
         split=split,
-        per_category={k: CategoryScore(success_rate=v, tasks=10) for k, v in scores.items()},
-        overall=overall_score(scores),
-        tokens_per_task=1.0,
-        tool_calls_per_task=1.0,
     )
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from consumer_factory import IDS, P, suite, verdict
+from dev_scores import dev_evaluated
 
 from bus_schemas.blob_ref import BlobRef
 from bus_schemas.envelope import new_event_id
 from bus_schemas.events import (
-    CategoryScore,
     DevSetEvaluated,
     HarnessRevisionDecided,
     HarnessRevisionProposed,
@@ -20,7 +20,6 @@ from bus_schemas.events import (
     SamplingPlanUpdated,
     TrajectoryAdmitted,
     TrajectoryRejected,
-    overall_score,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER
 from consumers.round_controller.handler import RoundConfig, schedule, start_round
@@ -203,16 +202,14 @@ def test_a_new_model_is_evaluated_on_every_dev_task_and_its_score_closes_the_rou
 
 def _evaluated(version, score, harness="h0", evaluates="model", round=0):
     scores = {"tool_use": score, "memory": score, "skills": score, "sub_agent": score}
-    return DevSetEvaluated(
+    return dev_evaluated(
+        scores,
+        tasks=4,
         **IDS | {"round": round},
         model_name="planner",
         model_version=version,
         harness_version=harness,
         evaluates=evaluates,
-        per_category={k: CategoryScore(success_rate=v, tasks=4) for k, v in scores.items()},
-        overall=overall_score(scores),
-        tokens_per_task=1.0,
-        tool_calls_per_task=1.0,
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dev_scores import dev_evaluated
 
 from bus_schemas.envelope import Producer
-from bus_schemas.events.training import CategoryScore, DevSetEvaluated, overall_score
 from infra.bootstrap import open_bus
 from infra.events import ensure_topics, publish
 from learner.care.history import recent_dev_overall
@@ -17,8 +17,9 @@ P = Producer(service="test", version="0")
 
 
 def _dev(rate: float, version: str, *, model: str = "planner", evaluates: str = "model", split: str = "dev"):
-    scores = dict.fromkeys(("tool_use", "memory", "skills", "sub_agent"), rate)
-    return DevSetEvaluated(
+    rates = dict.fromkeys(("tool_use", "memory", "skills", "sub_agent"), rate)
+    return dev_evaluated(
+        rates,
         producer=P,
         run_id="r",
         model_name=model,
@@ -26,10 +27,6 @@ def _dev(rate: float, version: str, *, model: str = "planner", evaluates: str = 
         harness_version="planner-harness/1",
         evaluates=evaluates,
         split=split,
-        per_category={k: CategoryScore(success_rate=v, tasks=8) for k, v in scores.items()},
-        overall=overall_score(scores),
-        tokens_per_task=1.0,
-        tool_calls_per_task=1.0,
     )
 
 
