@@ -31,7 +31,13 @@ def tiny_harness() -> HarnessConfig:
     over its goal word for word); the model blends the two (``"kind":"subagent_call"``). Tried 2026-12-04: a
     ``# Sub-task`` heading on the child's task turn, and no ``subagent_spawn`` on the child's action line. The
     blending stopped, but on paired cold starts dev went 0.163 -> 0.100 and 0.175 -> 0.156, test 0.075 -> 0.081 and
-    0.125 -> 0.062, with sub_agent unchanged. Reverted."""
+    0.125 -> 0.062, with sub_agent unchanged. Reverted.
+    Tried 2026-12-04 on round-0 cold starts (main job, dev and test over all 32 templates): the step's tools before
+    the loaded skill (a loaded skill's clipped body pushes a tool out of the 160-token head in 30% of the steps, train
+    and dev alike): seed 0 dev 0.131 -> 0.094, test 0.056 -> 0.038. The initial observation without the goal it
+    repeats (the current time at its end was cut from 36% of the dev steps' goal windows, 7% without): seed 0 dev
+    0.131 -> 0.144, test 0.056 -> 0.100; seed 1 dev 0.088 -> 0.056, test 0.081 -> 0.031. Neither adopted: each
+    change of the trained layout moves a cold start by about 0.05 either way."""
     return HarnessConfig(
         name="tiny-planner",
         instructions=TINY_INSTRUCTIONS,
