@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -137,8 +138,14 @@ def _table(report: RunReport) -> str:
             r.dev_harness_version or "",
             "" if r.wall_time_s is None else f"{r.wall_time_s:.0f}",
         )
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+        rows.append(cells)
+    return _html_table(head, rows)
+
+
+def _html_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A header row and one row per cell sequence, every cell escaped."""
+    cells = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + cells + "</table>"
 
 
 def _templates(report: RunReport) -> str:
@@ -153,10 +160,8 @@ def _templates(report: RunReport) -> str:
         cells = [r.dev_per_template.get(template) for r in rounds]
         difficulty = next(c["difficulty"] for c in cells if c is not None)
         shown = ["" if c is None else f"{c['solved']}/{c['tasks']}" for c in cells]
-        rows.append(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (template, difficulty, *shown)) + "</tr>"
-        )
-    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+        rows.append((template, difficulty, *shown))
+    return _html_table(head, rows)
 
 
 def versus_previous(row: RoundRow) -> str:
