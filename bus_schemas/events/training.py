@@ -140,6 +140,11 @@ class DevSetEvaluated(Event):
     """v2: success on the dev tasks of external suites (``TaskSource.kind == "external"``, e.g. ``bfcl``) by
     backend; reported beside the sandbox categories, never part of ``per_category`` or ``overall``."""
 
+    @property
+    def model_dev_score(self) -> bool:
+        """A model version's own dev score: not the test split, not a harness revision's candidate evaluation."""
+        return self.evaluates == "model" and self.split == "dev"
+
     @model_validator(mode="after")
     def _overall_matches_formula(self) -> DevSetEvaluated:
         missing = set(OVERALL_WEIGHTS) - set(self.per_category)

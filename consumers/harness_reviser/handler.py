@@ -210,7 +210,7 @@ def skipped(
 def is_input(event: Event) -> bool:
     """What the reviser acts on: a model's dev results, or a human's acceptance of a proposal."""
     if isinstance(event, DevSetEvaluated):
-        return event.evaluates == "model" and event.split == "dev"
+        return event.model_dev_score
     return (
         isinstance(event, HarnessRevisionDecided)
         and event.decision == "accepted"

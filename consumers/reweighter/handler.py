@@ -67,7 +67,7 @@ def round_dev(devs: Sequence[DevSetEvaluated], started: RoundStarted) -> DevSetE
     scored = [d for d in devs if d.split == "dev"]
     runs = (started.policy_version, started.harness_version)
     ran = [d for d in scored if (f"{d.model_name}/{d.model_version}", d.harness_version) == runs]
-    chosen = ran or [d for d in scored if d.evaluates == "model"]
+    chosen = ran or [d for d in scored if d.model_dev_score]
     return max(chosen, key=lambda d: (d.occurred_at, d.event_id)) if chosen else None
 
 

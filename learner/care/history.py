@@ -28,12 +28,7 @@ def recent_dev_overall(bus: Bus, model_name: str) -> tuple[float | None, float |
     if TOPIC_MODELS in bus.topics():
         for record in bus.replay(TOPIC_MODELS):
             event = from_record(record)
-            if (
-                isinstance(event, DevSetEvaluated)
-                and event.model_name == model_name
-                and event.split == "dev"
-                and event.evaluates == "model"
-            ):
+            if isinstance(event, DevSetEvaluated) and event.model_name == model_name and event.model_dev_score:
                 scores.append(event.overall)
     latest = scores[-1] if scores else None
     previous = scores[-2] if len(scores) > 1 else None
