@@ -4,7 +4,8 @@ and cross-app recombinations (every other candidate: the instance followed by a 
 Candidates are a pure function of the request (its id, less the run id it starts with, seeds the worlds), so a
 replay builds the same tasks, and so does a rerun of the loop (the reweighter names its requests
 ``<run_id>/round-<n>/<category>``): a run is reproducible past the round that first generates tasks.
-Worlds come from the requested split's own pools, so a train task never shares a world with dev/test.
+Worlds come from the requested split's own pools, so a train task never shares a world with dev/test, and they
+draw new entities as well (people, places and venues no built-in suite's world holds, ``sandbox.pools``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 
 from bus_schemas.events import TaskGenerationRequested, TaskSource, TaskSpecified
 from consumers.task_constructor.recombine import combine, partners
-from producers.tasks.suite import make_task
+from producers.tasks.suite import FIRST_GENERATED_SUITE, make_task
 from producers.tasks.template import NoInstance, Template
 from producers.tasks.templates import TEMPLATES
 
@@ -27,7 +28,7 @@ GENERATOR = "task-constructor/0.1.0"
 def request_seed(request: TaskGenerationRequested) -> int:
     """A suite seed far from the built-in suites' (which start at 0), from the request id without its run id."""
     key = request.request_id.removeprefix(f"{request.run_id}/")
-    return 1_000 + int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 1_000_000
+    return FIRST_GENERATED_SUITE + int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 1_000_000
 
 
 def templates_for(request: TaskGenerationRequested, seeds: list[TaskSpecified]) -> list[Template]:

@@ -11,7 +11,7 @@ import random
 from bus_schemas.envelope import Producer
 from bus_schemas.events.tasks import Budgets, InitialConditions, TaskSource, TaskSpecified
 from producers.backends.sandbox.catalog import TOOLS, base_world
-from producers.backends.sandbox.pools import SPLITS, Split
+from producers.backends.sandbox.pools import NEW_ENTITY_WORLDS, SPLITS, Split
 from producers.tasks.template import Ctx, Instance, Template
 from producers.tasks.templates import TEMPLATES
 
@@ -19,6 +19,9 @@ VERSION = "1"
 PRODUCER = Producer(service="sandbox-tasks", version=VERSION)
 PER_SPLIT: dict[Split, int] = {"train": 18, "dev": 4, "test": 4}
 WORLDS_PER_SPLIT = 6
+WORLD_STRIDE = 1000
+FIRST_GENERATED_SUITE = NEW_ENTITY_WORLDS // WORLD_STRIDE
+"""Suite seeds from here on are the task constructor's (``request_seed``): their worlds name new entities too."""
 
 
 def instance_key(seed: int, split: Split, k: int) -> str:
@@ -26,7 +29,7 @@ def instance_key(seed: int, split: Split, k: int) -> str:
 
 
 def world_seed(seed: int, k: int) -> int:
-    return seed * 1000 + k % WORLDS_PER_SPLIT
+    return seed * WORLD_STRIDE + k % WORLDS_PER_SPLIT
 
 
 def instantiate(template: Template, seed: int, split: Split, k: int) -> Instance:

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from producers.backends.sandbox.apps import APPS
-from producers.backends.sandbox.pools import POOLS, Split
+from producers.backends.sandbox.pools import Split, world_pool
 from producers.backends.sandbox.registry import Tool
 from producers.backends.sandbox.seeding import NOW, Seeder
 from producers.backends.sandbox.world import State
@@ -26,7 +26,7 @@ if len(TOOLS) != sum(len(app.TOOLS.tools) for app in APPS):
 @lru_cache(maxsize=64)
 def base_world(seed: int, split: Split) -> State:
     """The seeded world of one (seed, split); cached, shared, never mutated."""
-    s = Seeder(rng=random.Random(f"{split}:{seed}"), pool=POOLS[split])
+    s = Seeder(rng=random.Random(f"{split}:{seed}"), pool=world_pool(split, seed))
     s.state["system"] = {"device": {"now": NOW.isoformat(timespec="minutes"), "owner": "Alex Morgan"}}
     for app in APPS:
         s.state[app.TOOLS.app] = app.seed(s)

@@ -1,8 +1,25 @@
-"""Entity pools for seeded data, partitioned by split so dev/test worlds share no people or places with train."""
+"""Entity pools for seeded data, partitioned by split so dev/test worlds share no people or places with train.
+
+Each split has a base share of people, places and venues, which every world of the built-in task suites uses
+whole. Train also has **new entities** that no built-in world holds: worlds seeded from ``NEW_ENTITY_WORLDS`` on
+(the task constructor's suites, ``producers.tasks.suite.FIRST_GENERATED_SUITE``) draw a world's worth from the base
+share and the new entities together, so a task generated for a later round names people and places the cold start
+never showed, and a success on it is evidence that the model copies what it reads.
+Within a split no name is a substring of another ("Lara" would find "Clara" in a contacts search).
+
+Tried 2026-12-05: every train world drawing from base and new entities alike (the cold start's demonstrations
+included). Round 0 of the main job, seed 0: dev 0.131 -> 0.013, test 0.056 -> 0.044 (1,200 steps, final loss 0.083):
+the model no longer memorised the frequent values and did not yet copy the new ones (``tu.set_alarm`` wrote a train
+label and time, ``mem.wake_alarm`` lost its label to the copy bias). So the demonstrations keep the base share.
+With new entities in generated worlds only (the main job, seed 0): rounds 0-1 unchanged (dev 0.131, 0.094), round 2
+dev 0.100 instead of 0.094 (one sub_agent task, within noise). None of round 2's 16 generated rollouts was solved
+(15 of 48 built-in ones were), so they reach the reweighter and RL as failures, not SFT.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 Split = Literal["train", "dev", "test"]
@@ -42,6 +59,48 @@ _WORDS = (
     "endless paper distant ocean velvet northern"
 ).split()
 
+_NEW_TRAIN_FIRST = (
+    "Aaron Abel Adrian Agnes Aiden Alba Alice Alma Amir Anna Aria Arlo Asha Axel Beatrix Bianca Boris Caleb "
+    "Celia Cyrus Dana Daniel Dario Delia Denis Edgar Edith Elias Elif Ella Enzo Erik Eva Ezra Farah "
+    "Fatima Flora Gabriel Gemma Gideon Gloria Hector Henry Ilse Imani Isaac Jade Jamal Jasper Joel "
+    "Julia June Karim Kira Laila Levi Lila Magnus Marco Marta Milo Nadia Nico Nina Olga Otto Paula "
+    "Rhea Rita Ruben Ruth Sami Sara Simon Talia Tess Vera Viktor Wanda Yara Yusuf Zara Zane Mila"
+).split()
+_NEW_TRAIN_LAST = (
+    "Adler Alvarez Andersen Baker Bauer Becker Blake Brandt Castro Cruz Dahl Diaz Ferreira Garcia "
+    "Gomez Grant Hansen Hughes Jensen Keller Klein Kumar Lang Lopez Meyer Mori Nakamura Olsen Ortiz Park "
+    "Petrov Reyes Romero Santos Shah Suzuki Torres Vogel Wagner Weber Young Zhang Lin Ward Fox Hale Reed Frost"
+).split()
+_NEW_TRAIN_STREETS = (
+    "Ash Bay Brook Clover Cliff Cove Crown Dale Dock Fern Glen Grove Heath Ivy King Linden Poplar Queen "
+    "Ridge Rose Shore Spruce Vine Wharf Yew Alder Hawthorn Rowan Sycamore Chestnut Holly Beech Larch"
+).split()
+_NEW_TRAIN_CITIES = (
+    "Barcelona Valencia Bilbao Granada Marseille Nice Bordeaux Hamburg Cologne Dresden Zurich Geneva Brussels "
+    "Antwerp Amsterdam Rotterdam Copenhagen Stockholm Helsinki Tallinn Riga Warsaw Krakow Budapest Zagreb "
+    "Florence Naples Turin Bologna Edinburgh Glasgow Cork Galway Bergen Gothenburg Salzburg Ljubljana "
+    "Bucharest Valletta"
+).split()
+_NEW_TRAIN_VENUES = (
+    "Anise Cardamom Cobalt Coral Crimson Dill Fennel Garnet Jasmine Kale Lemon Lotus Mint Mustard Nectar Onyx "
+    "Paprika Pistachio Plum Poppy Sorrel Tarragon Truffle Vermilion Zest Acorn Barley Cherry Chili Cocoa Cumin "
+    "Lavender Lime Lychee Pecan Rosemary Tangerine Yuzu Wheat Cassia Borage Chervil Galangal"
+).split()
+_NEW_TRAIN_ITEMS = (
+    "drone printer tablet scooter thermos stapler easel guitar ukulele helmet gloves raincoat slippers sandals "
+    "earbuds router webcam microphone projector skillet whisk vase mirror rug hammock binoculars compass kayak "
+    "skateboard frisbee telescope journal pencil"
+).split()
+_NEW_TRAIN_ARTISTS = (
+    "Low Comets, Pale Atlas, Wild Orchard, Copper Sky, Lunar Drift, Scarlet Tide, Hollow Pines, Bright Static, "
+    "Violet Hours, Distant Shores, Crystal Fox, Summer Ghosts, Red Kites, Winter Signal, Cloud Parade"
+).split(", ")
+_NEW_TRAIN_WORDS = (
+    "quiet bright hollow crimson frozen gentle hidden lunar misty rising shadow silver starlit sunlit thunder "
+    "twilight wandering winter autumn golden"
+).split()
+_NEW_TRAIN_CUISINES = "French Turkish Ethiopian Peruvian Moroccan Brazilian Chinese German Portuguese Persian".split()
+
 
 def _third(items: list[str] | tuple[str, ...], i: int) -> tuple[str, ...]:
     return tuple(items[i::3])
@@ -61,6 +120,15 @@ class Pool:
     words: tuple[str, ...]
     cuisines: tuple[str, ...]
 
+    def draw(self, rng: random.Random, sizes: Pool) -> Pool:
+        """At most as many of each as ``sizes`` has, in this pool's order (a field no longer than that is kept)."""
+        drawn: dict[str, tuple[str, ...]] = {}
+        for f in fields(self):
+            items, size = getattr(self, f.name), len(getattr(sizes, f.name))
+            if len(items) > size:
+                drawn[f.name] = tuple(items[i] for i in sorted(rng.sample(range(len(items)), size)))
+        return replace(self, **drawn)
+
 
 POOLS: dict[Split, Pool] = {
     split: Pool(
@@ -76,3 +144,36 @@ POOLS: dict[Split, Pool] = {
     )
     for i, split in enumerate(SPLITS)
 }
+"""Each split's base share: every world of a built-in suite uses all of it."""
+NEW_ENTITIES: dict[Split, Pool] = {
+    "train": Pool(
+        first=tuple(_NEW_TRAIN_FIRST),
+        last=tuple(_NEW_TRAIN_LAST),
+        streets=tuple(_NEW_TRAIN_STREETS),
+        cities=tuple(_NEW_TRAIN_CITIES),
+        venues=tuple(_NEW_TRAIN_VENUES),
+        items=tuple(_NEW_TRAIN_ITEMS),
+        artists=tuple(_NEW_TRAIN_ARTISTS),
+        words=tuple(_NEW_TRAIN_WORDS),
+        cuisines=tuple(_NEW_TRAIN_CUISINES),
+    )
+}
+"""Entities of a split that only generated worlds hold (none for dev and test)."""
+NEW_ENTITY_WORLDS = 1_000_000
+"""World seeds from here on draw from a split's base share and its new entities together."""
+
+
+def split_pool(split: Split) -> Pool:
+    """Everything a world of ``split`` may name: the base share, then the new entities."""
+    base, new = POOLS[split], NEW_ENTITIES.get(split)
+    if new is None:
+        return base
+    return Pool(**{f.name: getattr(base, f.name) + getattr(new, f.name) for f in fields(Pool)})
+
+
+def world_pool(split: Split, seed: int) -> Pool:
+    """The entities of the world ``seed`` of ``split``: the base share below ``NEW_ENTITY_WORLDS``; from there a
+    seeded draw of as many of each from ``split_pool`` (kept in pool order)."""
+    if seed < NEW_ENTITY_WORLDS:
+        return POOLS[split]
+    return split_pool(split).draw(random.Random(f"{split}:{seed}:pool"), POOLS[split])

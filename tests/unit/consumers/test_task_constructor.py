@@ -12,6 +12,7 @@ from infra.blobs.filesystem import FileBlobStore
 from infra.bootstrap import Ports, open_bus
 from infra.events import ensure_topics, publish_all
 from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends.sandbox.catalog import base_world
 
 pytestmark = pytest.mark.unit
 
@@ -50,6 +51,23 @@ def test_a_rerun_of_the_loop_generates_the_same_worlds_and_another_round_other_o
     assert all(t.run_id == "run-again" for t in rerun)
     later = construct(_request(request_id="run-test/round-2/memory"), [], set(), P)
     assert not {fingerprint(t) for t in later} & {fingerprint(t) for t in a}
+
+
+def test_generated_tasks_name_people_the_built_in_suites_never_show():
+    """The issue's "new entity pools": a generated task's world draws the train split's new entities as well."""
+    made = construct(_request(count=8), [], set(), P)
+    built_in = {p for seed in range(6) for p in _people(base_world(seed, "train"))}
+    generated = {p for t in made for p in _people(base_world(t.initial_conditions.seed, "train"))}
+    assert generated - built_in
+    assert any(
+        name in t.goal or any(name in m.content for m in t.initial_conditions.memories)
+        for t in made
+        for name in generated - built_in
+    )
+
+
+def _people(world):
+    return {c["name"] for c in world["contacts"]["contacts"].values()}
 
 
 def test_held_out_tasks_are_never_reproduced():

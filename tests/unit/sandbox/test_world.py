@@ -14,6 +14,7 @@ from sandbox_support import GRANTED, replay
 from bus_schemas.actions import ToolCall
 from producers.backends.sandbox.backend import SandboxBackend
 from producers.backends.sandbox.catalog import RECORDS, TOOLS, base_world
+from producers.backends.sandbox.pools import NEW_ENTITIES, NEW_ENTITY_WORLDS, POOLS, SPLITS, split_pool, world_pool
 from producers.backends.sandbox.world import World, diff, state_hash
 
 pytestmark = pytest.mark.unit
@@ -30,6 +31,42 @@ def test_seeded_worlds_are_deterministic_and_split_specific() -> None:
     dev_names = {c["name"] for c in base_world(3, "dev")["contacts"]["contacts"].values()}
     train_names = {c["name"] for s in range(6) for c in base_world(s, "train")["contacts"]["contacts"].values()}
     assert not dev_names & train_names
+
+
+def _first_names(world: dict[str, Any]) -> set[str]:
+    return {c["name"].split()[0] for c in world["contacts"]["contacts"].values()}
+
+
+def test_built_in_worlds_use_the_base_share_and_generated_ones_name_new_entities_too() -> None:
+    for seed in (0, 5, 1003, NEW_ENTITY_WORLDS - 1):
+        assert world_pool("train", seed) == POOLS["train"]
+    generated = [NEW_ENTITY_WORLDS + s for s in (0, 7, 123_456)]
+    for seed in generated:
+        pool = world_pool("train", seed)
+        assert len(pool.first) == len(POOLS["train"].first) and len(pool.cities) == len(POOLS["train"].cities)
+        assert set(pool.first) <= set(split_pool("train").first)
+        assert set(pool.first) & set(NEW_ENTITIES["train"].first)  # not just the base share
+        names = _first_names(base_world(seed, "train"))
+        assert names <= set(pool.first) and names - set(POOLS["train"].first)
+        assert {f["city"] for f in base_world(seed, "train")["weather"]["forecasts"].values()} == set(pool.cities)
+    assert len({world_pool("train", s) for s in generated}) == len(generated)  # each world draws its own
+    for split in ("dev", "test"):  # no new entities: a generated world of theirs holds their base share
+        assert world_pool(split, generated[1]) == POOLS[split]
+
+
+def test_no_entity_is_shared_across_splits_or_part_of_another_name() -> None:
+    """A contacts search for "Lara" would also find "Clara": within a split no name contains another."""
+    for split in SPLITS:
+        names = [n.lower() for n in split_pool(split).first + split_pool(split).last]
+        assert len(set(names)) == len(names)
+        assert not [(a, b) for a in names for b in names if a != b and a in b]
+        cities = [c.lower() for c in split_pool(split).cities]
+        assert not [(a, b) for a in cities for b in cities if a != b and a in b]
+        for other in SPLITS:
+            if other != split:
+                assert not set(split_pool(split).first) & set(split_pool(other).first)
+                assert not set(split_pool(split).cities) & set(split_pool(other).cities)
+                assert not set(split_pool(split).venues) & set(split_pool(other).venues)
 
 
 def assert_typed(state: dict[str, Any]) -> None:
