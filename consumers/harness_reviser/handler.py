@@ -118,8 +118,11 @@ def choose(
     docs: ToolDocs,
     writer: Writer | None = None,
     procedure: Procedure | None = None,
+    rejected: Sequence[Patch] = (),
 ) -> Proposal | Skip:
-    """The revision for this round, or why there is none."""
+    """The revision for this round, or why there is none. A draft equal to a ``rejected`` patch (one the paired A/B
+    or a reviewer turned down on this base earlier in the run) yields to the next cluster: proposing it again would
+    repeat a decision that is already on the log."""
     found = clusters(diagnoses, tasks, procedure)
     counts = ", ".join(f"{c} {len(found[c].diagnoses)}" for c in sorted(found)) or "none"
     order = list(TEMPLATES)
@@ -132,16 +135,25 @@ def choose(
             f"no fixable failure category reached min_cluster={cfg.min_cluster} in round {dev.round} (diagnoses: "
             f"{counts})"
         )
+    repeats: list[str] = []
     for cluster in eligible:
         draft = TEMPLATES[cluster.category](cluster, base, docs)
         if draft is None:
             continue
         patch, author = _with_writer(draft, cluster, base, writer)
+        if patch in rejected:
+            repeats.append(f"{cluster.category}: {patch.kind}")
+            continue
         try:
             revised = apply(base, patch)
         except InvalidPatch:
             continue
         return Proposal(cluster, patch, revised, _summary(dev, cluster, draft, patch, author, len(diagnoses)))
+    if repeats:
+        return Skip(
+            f"every revision the clusters call for was rejected on this base earlier in the run ({', '.join(repeats)})"
+            f" or is already in it (diagnoses: {counts})"
+        )
     return Skip(f"every revision the clusters call for is already in the base harness (diagnoses: {counts})")
 
 

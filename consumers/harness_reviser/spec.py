@@ -1,6 +1,7 @@
 """Wiring: DevSetEvaluated (model, dev) -> the round's diagnoses and tasks from the log, the base harness from the
-registry -> Skipped, Proposed, or Proposed + Decided(auto) + Published; a human's HarnessRevisionDecided(accepted)
--> Published. New versions are registered without an alias: the dev evaluator promotes ``@production`` if better.
+registry, the patches rejected on that base in earlier rounds of the run -> Skipped, Proposed, or Proposed +
+Decided(auto) + Published; a human's HarnessRevisionDecided(accepted) -> Published. New versions are registered
+without an alias: the dev evaluator promotes ``@production`` if better.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from consumers.harness_reviser.config import ReviserConfig
 from consumers.harness_reviser.handler import VERSION, Skip, Writer, auto_decided, choose, is_input, proposed, skipped
 from consumers.harness_reviser.rules import Procedure, ToolDocs
 from harness_service.config import HarnessConfig
-from harness_service.revisions import PATCH_MEDIA_TYPE, apply, parse_patch, patch_bytes
+from harness_service.revisions import PATCH_MEDIA_TYPE, Patch, apply, parse_patch, patch_bytes
 from harness_service.versions import find_version, load_harness_version, publish_harness_version
 from infra.bootstrap import Ports
 from infra.runtime import ConsumerSpec
@@ -112,6 +113,16 @@ class HarnessReviser:
         )
 
     @cached_property
+    def rejections(self) -> LogIndex:
+        """Rejected revisions by run id."""
+        assert self.ports is not None
+        return LogIndex(
+            self.ports.bus,
+            TOPIC_HARNESS,
+            lambda e: e.run_id if isinstance(e, HarnessRevisionDecided) and e.decision == "rejected" else None,
+        )
+
+    @cached_property
     def sources(self) -> Sources:
         assert self.ports is not None
         return Sources(self.ports)
@@ -155,7 +166,8 @@ class HarnessReviser:
         tasks = {d.task_id: self.sources.task(d.task_id) for d in diagnosed}
         # Only failures on train tasks: revising the harness from dev failures would tune it to the dev split.
         diagnoses = [d for d in diagnosed if tasks[d.task_id].split == "train"]
-        result = choose(dev, diagnoses, tasks, config, self.config, self.docs, self.writer(), self.procedure)
+        rejected = self._rejected(dev, base_version, ports)
+        result = choose(dev, diagnoses, tasks, config, self.config, self.docs, self.writer(), self.procedure, rejected)
         if isinstance(result, Skip):
             return [skipped(dev, config.name, base_version, result.reason, PRODUCER)]
         ref = ports.blobs.put(patch_bytes(result.patch), PATCH_MEDIA_TYPE)  # blob first, then the event
@@ -164,6 +176,24 @@ class HarnessReviser:
             return [proposal]  # waits for `flywheel review`
         published = self._publish(ports, dev, result.revised, proposal)
         return [proposal, auto_decided(dev, proposal, result.patch.kind, PRODUCER), published]
+
+    def _rejected(self, dev: DevSetEvaluated, base_version: str, ports: Ports) -> list[Patch]:
+        """The patches proposed on ``base_version`` in an earlier round of this run and rejected since (by the paired
+        A/B or a reviewer). Earlier rounds only: their decisions are on the log before this round's dev result, so
+        a redelivered result finds the same ones."""
+        if dev.round is None:
+            return []
+        self.rejections.catch_up()
+        patches = []
+        for decided in self.rejections.get(dev.run_id):
+            assert isinstance(decided, HarnessRevisionDecided)
+            found = self.proposals.lookup(decided.revision_id, bool)
+            proposal = next((e for e in found if isinstance(e, HarnessRevisionProposed)), None)
+            if proposal is None or proposal.base_version != base_version or proposal.round is None:
+                continue
+            if proposal.round < dev.round:
+                patches.append(parse_patch(ports.blobs.get(proposal.patch)))
+        return patches
 
     def _publish_accepted(self, decided: HarnessRevisionDecided, ports: Ports) -> HarnessVersionPublished:
         found = self.proposals.lookup(decided.revision_id, bool)

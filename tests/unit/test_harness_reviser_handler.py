@@ -185,6 +185,34 @@ def test_a_human_acceptance_publishes_and_a_rejection_or_auto_decision_does_not(
     assert rules.STATE in config.instructions  # clock tasks seed no memories: recalling more would change nothing
 
 
+def test_a_patch_rejected_earlier_in_the_run_is_not_proposed_again_on_that_base(ports, base_ref):
+    """Round 1's revision lost its paired A/B: round 2, with the same failures, does not repeat that experiment but
+    takes the next cluster's revision, and skips (saying why) when no other cluster calls for one. A rejection in
+    another run, or of the round's own proposal (a redelivered result), does not count."""
+    both = ("premature_termination", 4), ("argument_grounding", 3)
+    publish_all(ports.bus, [d for c, n in both for d in diagnoses(c, n)])
+    cause = dev(base_ref)
+    [first] = reviser().handle(cause, ports)
+    assert parse_patch(ports.blobs.get(first.patch)) == AddInstruction(text=rules.FINISH)
+    elsewhere = first.model_copy(update={"run_id": "other-run", "revision_id": "other-revision"})
+    publish_all(ports.bus, [first, elsewhere, decide_revision(elsewhere, False, "auto:paired_ab")])
+    publish_all(ports.bus, [d for c, n in both for d in diagnoses(c, n, round_=2)])
+    [unchanged] = reviser().handle(dev(base_ref, round_=2), ports)  # only another run's rejection so far
+    assert parse_patch(ports.blobs.get(unchanged.patch)) == AddInstruction(text=rules.FINISH)
+
+    publish_all(ports.bus, [decide_revision(first, False, "auto:paired_ab", "regresses")])
+    [second] = reviser().handle(dev(base_ref, round_=2), ports)
+    assert isinstance(second, HarnessRevisionProposed) and second.targets == ["argument_grounding"]
+    assert parse_patch(ports.blobs.get(second.patch)) == AddInstruction(text=rules.GROUNDING)
+    [redelivered] = reviser().handle(cause, ports)
+    assert redelivered.revision_id == first.revision_id
+
+    publish_all(ports.bus, diagnoses("premature_termination", 4, round_=3))
+    [skip] = reviser().handle(dev(base_ref, round_=3), ports)
+    assert isinstance(skip, HarnessRevisionSkipped)
+    assert "rejected on this base earlier in the run (premature_termination: add_instruction)" in skip.reason
+
+
 def test_model_results_on_other_splits_and_harness_evaluations_are_ignored(ports, base_ref):
     publish_all(ports.bus, diagnoses("argument_grounding", 3))
     assert reviser().handle(dev(base_ref, evaluates="harness"), ports) == []
