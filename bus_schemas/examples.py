@@ -20,6 +20,8 @@ from bus_schemas.events import (
     ActionTaken,
     AnswerCriterion,
     Budgets,
+    CallAnyCriterion,
+    CallStep,
     CategoryScore,
     ContextBuilt,
     CriterionResult,
@@ -133,6 +135,14 @@ def build_examples() -> dict[str, Event]:
                     params={"event_title": "Design review", "contact": "Bob Lee"},
                 ),
                 AnswerCriterion(id="room", description="The answer names the room", expected=["B2"], match="contains"),
+                CallAnyCriterion(
+                    id="looked-up-room",
+                    description="The room was looked up, not guessed",
+                    options=[
+                        CallStep(tool="calendar.search", where={"title__norm": "Design review"}),
+                        CallStep(tool="calendar.get", where={"id": "ev_1"}),
+                    ],
+                ),
                 NoCollateralCriterion(
                     id="nothing-else", description="Only that event changed", allowed_paths=["/calendar/events"]
                 ),

@@ -77,6 +77,12 @@ def _task_specified_v1_to_v2(raw: RawEvent) -> RawEvent:
     return {**raw, "backend_params": {}, "user": None}
 
 
+@upcaster("TaskSpecified", 2)
+def _task_specified_v2_to_v3(raw: RawEvent) -> RawEvent:
+    """v3 added the ``call_any`` criterion kind; a v2 task has none, so its fields carry over unchanged."""
+    return dict(raw)
+
+
 @upcaster("DevSetEvaluated", 1)
 def _dev_set_evaluated_v1_to_v2(raw: RawEvent) -> RawEvent:
     """v2 added ``external`` (scores on external suites' dev tasks); v1 evaluations had none."""

@@ -107,6 +107,21 @@ class CallOrderCriterion(Record):
     steps: Annotated[list[Name | CallStep], Field(min_length=1)]
 
 
+class CallAnyCriterion(Record):
+    """At least ``min_count`` successful calls that match one of the ``options``: the same evidence reached by
+    whichever of several tools serves it (a day's weather from ``weather.on_day`` or ``weather.forecast``).
+
+    For answer tasks, so the answer must rest on the look-ups it needs: a right answer that no call could have
+    shown is a guess. As with ``call_required``, only calls that succeeded count.
+    """
+
+    kind: Literal["call_any"] = "call_any"
+    id: Name
+    description: Text
+    options: Annotated[list[CallStep], Field(min_length=1)]
+    min_count: Annotated[int, Field(ge=1)] = 1
+
+
 class MaxCallsCriterion(Record):
     """At most ``limit`` calls (of ``tool`` only, when given); failed calls count, since each one spent a step."""
 
@@ -117,7 +132,9 @@ class MaxCallsCriterion(Record):
     tool: Name | None = None
 
 
-CallCriterion = CallRequiredCriterion | CallForbiddenCriterion | CallOrderCriterion | MaxCallsCriterion
+CallCriterion = (
+    CallRequiredCriterion | CallAnyCriterion | CallForbiddenCriterion | CallOrderCriterion | MaxCallsCriterion
+)
 """Criteria over the call trace alone: judging them never reads a world state."""
 
 CompletionCriterion = Annotated[
@@ -187,7 +204,7 @@ class TaskSpecified(Event):
     """
 
     event_type: Literal["TaskSpecified"] = "TaskSpecified"
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     task_id: Name
     goal: Annotated[str, Field(min_length=1, max_length=16384)]
     apps: list[Name] = Field(default_factory=list)

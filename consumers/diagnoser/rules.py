@@ -28,6 +28,7 @@ from itertools import pairwise
 from bus_schemas.actions import SAFETY_CODES, MemoryRead, MemoryWrite
 from bus_schemas.events import (
     AnswerCriterion,
+    CallAnyCriterion,
     CallForbiddenCriterion,
     CallOrderCriterion,
     CallRequiredCriterion,
@@ -338,10 +339,12 @@ def hallucinated_completion(task: TaskSpecified, ep: EpisodeRecord, verdict: Epi
 
 
 def premature_termination(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
-    """Finished while a state criterion, or a call the task requires (alone or in an order), did not hold."""
+    """Finished while a state criterion, or a call the task requires (alone, one of several, or in an order), did
+    not hold: a right answer without the look-ups it rests on (a guess) lands here too."""
     failed = [
         *_failed(task, verdict, StateCriterion),
         *_failed(task, verdict, CallRequiredCriterion),
+        *_failed(task, verdict, CallAnyCriterion),
         *_failed(task, verdict, CallOrderCriterion),
     ]
     if ep.finish is None or not failed:

@@ -1,6 +1,6 @@
 """What a task template is: a seeded builder of (goal, fixtures, memories, criteria) plus its reference solver.
 
-Helpers here keep templates declarative: ``exists``/``equals``/``answer``/``only`` build criteria,
+Helpers here keep templates declarative: ``exists``/``equals``/``answer``/``looked_up``/``only`` build criteria,
 ``call`` builds a tool call for a solver.
 """
 
@@ -14,6 +14,8 @@ from typing import Any, Literal
 from bus_schemas.actions import Finish, MemoryRead, SkillLoad, ToolCall
 from bus_schemas.events.tasks import (
     AnswerCriterion,
+    CallAnyCriterion,
+    CallStep,
     CapabilityTag,
     CompletionCriterion,
     MemoryFact,
@@ -112,6 +114,14 @@ def answer(
 ) -> AnswerCriterion:
     return AnswerCriterion(
         id="answer", description="the final answer is right", expected=expected, match=match, tolerance=tolerance
+    )
+
+
+def looked_up(cid: str, description: str, *options: tuple[str, dict[str, Any]]) -> CallAnyCriterion:
+    """A successful call of one of ``options`` (tool, where): the evidence an answer must rest on, whichever of
+    the tools that serve it the policy used. Without it a choice among n options passes 1 time in n by guessing."""
+    return CallAnyCriterion(
+        id=cid, description=description, options=[CallStep(tool=tool, where=where) for tool, where in options]
     )
 
 

@@ -1,7 +1,7 @@
 """Criteria over the call trace: which tools the policy called, with which arguments, in which order, how often.
 
 Failed calls (the environment answered with an error): what a criterion asks to be *done* (``call_required``,
-``call_order``) counts only calls that succeeded, since a refused call changed nothing; what it bounds
+``call_any``, ``call_order``) counts only calls that succeeded, since a refused call changed nothing; what it bounds
 (``call_forbidden``, ``max_calls``) counts every attempt, since a refused call was still the policy's choice and
 still spent a step. Arguments are matched with the ``where`` operators of :mod:`.where`.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bus_schemas.events.tasks import (
+    CallAnyCriterion,
     CallCriterion,
     CallForbiddenCriterion,
     CallOrderCriterion,
@@ -59,6 +60,8 @@ def check_calls(c: CallCriterion, calls: Sequence[Call]) -> Check:
     """Judge one call criterion on the trace; ValueError when its ``where`` cannot be parsed."""
     if isinstance(c, CallRequiredCriterion):
         return _required(c, calls)
+    if isinstance(c, CallAnyCriterion):
+        return _any(c, calls)
     if isinstance(c, CallForbiddenCriterion):
         return _forbidden(c, calls)
     if isinstance(c, CallOrderCriterion):
@@ -74,6 +77,14 @@ def _required(c: CallRequiredCriterion, calls: Sequence[Call]) -> Check:
     return hits >= c.min_count, (
         f"{hits} successful matching {c.tool} call(s) of {tried} tried; {c.min_count} required"
     )
+
+
+def _any(c: CallAnyCriterion, calls: Sequence[Call]) -> Check:
+    options = [(step.tool, where_matcher(step.where)) for step in c.options]
+    hits = sum(1 for call in calls if call.ok and any(call.tool == t and m(call.args) for t, m in options))
+    tools = " or ".join(dict.fromkeys(step.tool for step in c.options))
+    tried = sum(1 for call in calls if any(call.tool == t for t, _ in options))
+    return hits >= c.min_count, f"{hits} successful matching {tools} call(s) of {tried} tried; {c.min_count} required"
 
 
 def _forbidden(c: CallForbiddenCriterion, calls: Sequence[Call]) -> Check:

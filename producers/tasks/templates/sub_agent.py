@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from bus_schemas.actions import Finish
 from producers.backends.sandbox.apps.maps.model import distance_km
+from producers.backends.sandbox.seeding import TODAY
 from producers.tasks.template import (
     Ctx,
     Instance,
@@ -16,6 +18,7 @@ from producers.tasks.template import (
     call,
     equals,
     exists,
+    looked_up,
     only,
 )
 from producers.tasks.templates.tool_use import WALLET_PATHS
@@ -36,6 +39,27 @@ def _distinct(ctx: Ctx, rows: list[dict], key: str, n: int) -> list[dict]:
     return [first[value] for value in ctx.rng.sample(sorted(first), n)]
 
 
+def _weather_on(city: str, day: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The calls that show ``city``'s forecast for ``day``: ``weather.on_day`` for it, or a ``weather.forecast``
+    long enough to reach it (its ``days`` defaults to 3, so leaving it out counts only when 3 days suffice)."""
+    need = (date.fromisoformat(day) - TODAY).days + 1
+    long_enough: dict[str, Any] = {"any": [{"days": n} for n in range(need, 8)]}
+    if need <= 3:
+        long_enough = {"not": {"any": [{"days": n} for n in range(1, need)]}} if need > 1 else {}
+    return (
+        ("weather.on_day", {"city__norm": city, "day__norm": day}),
+        ("weather.forecast", {"city__norm": city, **long_enough}),
+    )
+
+
+def _route(place_id: str, **where: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The calls that show the way between home (pl_1) and ``place_id``, either direction, matching ``where``."""
+    ends = {
+        "any": [{"origin_id": "pl_1", "destination_id": place_id}, {"origin_id": place_id, "destination_id": "pl_1"}]
+    }
+    return ("maps.directions", {**ends, **where}), ("maps.compare_modes", ends)
+
+
 def warmest_city(ctx: Ctx) -> Instance:
     day = ctx.pick(("2026-03-03", "2026-03-04", "2026-03-05"))
     options = _distinct(ctx, [f for f in ctx.rows("weather", "forecasts") if f["date"] == day], "high_c", 3)
@@ -51,7 +75,14 @@ def warmest_city(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Which of {', '.join(cities)} will be warmest on {day}? Answer with the city name.",
-        criteria=[answer([best["city"]], "normalized"), only()],
+        criteria=[
+            answer([best["city"]], "normalized"),
+            *(
+                looked_up(f"weather_{i}", f"{city}'s forecast for {day} was looked up", *_weather_on(city, day))
+                for i, city in enumerate(cities, 1)
+            ),
+            only(),
+        ],
         solve=solve,
     )
 
@@ -76,7 +107,14 @@ def closest_place(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"Which is closest to my home: {', '.join(p['name'] for p in options)}? Answer with its name.",
-        criteria=[answer([best["name"]], "normalized"), only()],
+        criteria=[
+            answer([best["name"]], "normalized"),
+            *(
+                looked_up(f"distance_{i}", f"the way from home to {p['name']} was looked up", *_route(p["id"]))
+                for i, p in enumerate(options, 1)
+            ),
+            only(),
+        ],
         solve=solve,
     )
 
@@ -329,6 +367,7 @@ def ride_or_transit(ctx: Ctx) -> Instance:
         criteria=[
             *([] if take_transit else ride),
             answer(["transit" if take_transit else "ride"]),
+            looked_up("transit_time", "the transit time was looked up", *_route(place["id"], mode="transit")),
             only() if take_transit else only("/rides/rides"),
         ],
         solve=solve,

@@ -246,3 +246,17 @@ def test_finishing_without_a_required_call_is_premature_termination():
     ep = episode(task, [(_call(task), obs(result=[])), (Finish(), None)])
     d = diagnose(verdict(task, {"must"}), task, ep, P)
     assert (d.attribution, d.step) == ("premature_termination", 1) and "must" in d.explanation
+
+
+def test_a_right_answer_without_the_look_up_behind_it_is_premature_termination():
+    """Only the call_any criterion failed: the answer was right, but a guess."""
+    from bus_schemas.events import CallAnyCriterion, CallStep
+
+    task = _state_task()
+    looked = CallAnyCriterion(
+        id="looked_up", description="d", options=[CallStep(tool=task.tools[1]), CallStep(tool=task.tools[2])]
+    )
+    task = _with_call_criteria(task, looked)
+    ep = episode(task, [(Finish(answer="Oslo"), None)])
+    d = diagnose(verdict(task, {"looked_up"}), task, ep, P)
+    assert (d.attribution, d.step) == ("premature_termination", 0) and "looked_up" in d.explanation

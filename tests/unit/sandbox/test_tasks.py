@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bus_schemas.actions import Finish, ToolCall
-from bus_schemas.events.tasks import TaskSpecified
+from bus_schemas.events.tasks import AnswerCriterion, TaskSpecified
 from producers.backends.base import Evidence
 from producers.backends.sandbox.backend import SandboxBackend
 from producers.backends.sandbox.catalog import TOOLS
@@ -167,3 +167,90 @@ def test_verdicts_survive_the_wire(backend: SandboxBackend) -> None:
         wired = Evidence.model_validate_json(episode.evidence.model_dump_json())
         assert wired.state_hash == episode.evidence.state_hash
         assert verify(task, wired, episode.answer).outcome, task.task_id
+
+
+CHOICE_TEMPLATES = ("sa.warmest_city", "sa.closest_place", "sa.ride_or_transit")
+
+
+def _expected(task: TaskSpecified) -> str:
+    return next(c.expected[0] for c in task.criteria if isinstance(c, AnswerCriterion))
+
+
+def _destination(task: TaskSpecified) -> str:
+    return task.goal.split(" from home to ")[1].split(". If public transit")[0]
+
+
+def _book_ride(task: TaskSpecified) -> Solver:
+    spot = yield call("maps.search_places", query=_destination(task))
+    yield call("settings.grant_permission", permission="rides.location")
+    ride = yield call("rides.request_ride", pickup_id="pl_1", dropoff_id=spot.result[0]["id"], product="economy")
+    yield call("rides.confirm_pickup", id=ride.result["id"])
+
+
+def _guess(task: TaskSpecified) -> Solver:
+    """The right answer with no look-up behind it (what a lucky guess looks like); a ride it books without
+    checking transit first, so both branches of ``sa.ride_or_transit`` are guessed."""
+    if _expected(task) == "ride":
+        yield from _book_ride(task)
+    yield Finish(answer=_expected(task))
+
+
+@pytest.mark.parametrize("template_id", CHOICE_TEMPLATES)
+def test_a_right_answer_without_the_look_ups_behind_it_fails(backend: SandboxBackend, template_id: str) -> None:
+    """Choosing one of n options must rest on looking each up: otherwise a blind guess passes 1 time in n."""
+    tasks = [t for t in SUITE if t.source.template_id == template_id]
+    assert len(tasks) >= 10
+    if template_id == "sa.ride_or_transit":
+        assert {_expected(t) for t in tasks} == {"ride", "transit"}
+    assert all(passes(backend, t, reference_solver) for t in tasks)
+    assert not [t.task_id for t in tasks if passes(backend, t, _guess)]
+
+
+def test_every_route_to_the_evidence_passes_and_a_forecast_too_short_to_reach_the_day_does_not(
+    backend: SandboxBackend,
+) -> None:
+    """``weather.forecast`` instead of ``weather.on_day``; ``maps.compare_modes`` (either direction) instead of
+    ``maps.directions``: the verifier asks that the evidence was seen, not which tool showed it."""
+    warmest = [t for t in SUITE if t.source.template_id == "sa.warmest_city"]
+    far = next(t for t in warmest if "2026-03-05" in t.goal)  # day 4 of the forecast: its default 3 days miss it
+
+    def by_forecast(days: int | None) -> Any:
+        def plan(task: TaskSpecified) -> Solver:
+            cities = task.goal.removeprefix("Which of ").split(" will be warmest")[0].split(", ")
+            day = task.goal.split(" on ")[1].split("?")[0]
+            highs = {}
+            for city in cities:
+                obs = yield call("weather.forecast", city=city, **({} if days is None else {"days": days}))
+                highs[city] = next((f["high_c"] for f in obs.result if f["date"] == day), -99)
+            yield Finish(answer=max(highs, key=highs.__getitem__))
+
+        return plan
+
+    def by_compare_modes(task: TaskSpecified) -> Solver:
+        ride_or_transit = task.source.template_id == "sa.ride_or_transit"
+        if ride_or_transit:
+            names = [_destination(task)]
+        else:
+            names = task.goal.split("my home: ")[1].removesuffix("? Answer with its name.").split(", ")
+        modes = {}
+        for name in names:
+            spot = yield call("maps.search_places", query=name)
+            found = yield call("maps.compare_modes", origin_id=spot.result[0]["id"], destination_id="pl_1")
+            modes[name] = {r["mode"]: r for r in found.result}
+        if not ride_or_transit:
+            yield Finish(answer=min(modes, key=lambda n: modes[n]["driving"]["distance_km"]))
+        elif modes[names[0]]["transit"]["duration_min"] <= 40:
+            yield Finish(answer="transit")
+        else:
+            yield from _book_ride(task)
+            yield Finish(answer="ride")
+
+    assert all(passes(backend, t, by_forecast(7)) for t in warmest)
+    assert not passes(backend, far, by_forecast(None)) and passes(backend, far, by_forecast(4))
+    assert not passes(backend, far, by_forecast(3))
+    near = next(t for t in warmest if "2026-03-03" in t.goal)
+    assert passes(backend, near, by_forecast(None)) and not passes(backend, near, by_forecast(1))
+    for template_id in ("sa.closest_place", "sa.ride_or_transit"):
+        tasks = [t for t in SUITE if t.source.template_id == template_id][:8]
+        assert template_id == "sa.closest_place" or {_expected(t) for t in tasks} == {"ride", "transit"}
+        assert all(passes(backend, t, by_compare_modes) for t in tasks), template_id

@@ -12,6 +12,7 @@ import pytest
 from bus_schemas import decode, encode
 from bus_schemas.envelope import Producer
 from bus_schemas.events import (
+    CallAnyCriterion,
     CallForbiddenCriterion,
     CallOrderCriterion,
     CallRequiredCriterion,
@@ -110,6 +111,40 @@ def test_call_required_min_count_and_its_detail() -> None:
     )
 
 
+WEATHER = CallAnyCriterion(
+    id="looked-up",
+    description="-",
+    options=[
+        CallStep(tool="weather.on_day", where={"city__norm": "Oslo", "day": "2026-03-04"}),
+        CallStep(tool="weather.forecast", where={"city__norm": "Oslo"}),
+    ],
+)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["full", "lean"])
+def test_call_any_passes_on_a_successful_matching_call_of_any_option(shape: Callable[..., Any]) -> None:
+    assert _passed(WEATHER, [_call("weather.on_day", city="oslo", day="2026-03-04")], shape)
+    assert _passed(WEATHER, [_call("weather.today", city="Oslo"), _call("weather.forecast", city="OSLO")], shape)
+    assert not _passed(WEATHER, [], shape)  # the right answer alone is a guess
+    assert not _passed(WEATHER, [_call("weather.on_day", city="Oslo", day="2026-03-05")], shape)  # another day
+    assert not _passed(WEATHER, [_call("weather.forecast", city="Rome")], shape)  # another city
+    assert not _passed(WEATHER, [_call("weather.today", city="Oslo")], shape)  # a tool no option names
+    assert not _passed(WEATHER, [_call("weather.forecast", ok=False, city="Oslo")], shape)  # refused: nothing seen
+
+
+def test_call_any_where_of_one_option_does_not_apply_to_another_and_min_count_sums_the_options() -> None:
+    """An option's ``where`` is its own: a forecast needs no ``day``, an on_day call does."""
+    assert not _passed(WEATHER, [_call("weather.on_day", city="Oslo")])
+    twice = WEATHER.model_copy(update={"min_count": 2})
+    both = [_call("weather.forecast", city="Oslo"), _call("weather.on_day", city="Oslo", day="2026-03-04")]
+    assert _passed(twice, both) and not _passed(twice, both[:1])
+    result = verify(_task(twice), _full([*both[:1], _call("weather.on_day", ok=False, city="Oslo", day="x")]))
+    assert not result.outcome
+    assert result.criteria[0].detail == (
+        "1 successful matching weather.on_day or weather.forecast call(s) of 2 tried; 2 required"
+    )
+
+
 @pytest.mark.parametrize(
     ("where", "given", "ok"),
     [
@@ -188,6 +223,7 @@ def test_call_criteria_never_fetch_the_initial_state_of_lean_evidence() -> None:
     evidence = _lean([_call(HANDOFF)], loads=loads)
     criteria = [
         CallRequiredCriterion(id="r", description="-", tool=HANDOFF),
+        CallAnyCriterion(id="a", description="-", options=[CallStep(tool="x.z"), CallStep(tool=HANDOFF)]),
         CallForbiddenCriterion(id="f", description="-", tool="x.y"),
         CallOrderCriterion(id="o", description="-", steps=[HANDOFF]),
         MaxCallsCriterion(id="m", description="-", limit=1),
