@@ -6,7 +6,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bus_schemas.actions import Finish, SkillLoad
-from producers.tasks.template import Ctx, Instance, Solver, Template, answer, call, equals, exists, only
+from producers.tasks.template import Ctx, Instance, Solver, Template, answer, call, equals, exists, looked_up, only
+from producers.tasks.templates.lookups import weather_on
 
 
 def join_wifi(ctx: Ctx) -> Instance:
@@ -241,6 +242,7 @@ def trip_prep(ctx: Ctx) -> Instance:
             ),
             exists("alarm", "an alarm 3 hours before departure", "/clock/alarms", {"time": alarm, "enabled": True}),
             answer([rain], "normalized"),
+            looked_up("weather", f"the weather in {city} on {day} was looked up", *weather_on(city, day, rain=True)),
             only("/travel/bookings", "/calendar/events", "/clock/alarms"),
         ],
         solve=solve,

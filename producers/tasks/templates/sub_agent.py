@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
 from bus_schemas.actions import Finish
 from producers.backends.sandbox.apps.maps.model import distance_km
-from producers.backends.sandbox.seeding import TODAY
 from producers.tasks.template import (
     Ctx,
     Instance,
@@ -21,6 +19,7 @@ from producers.tasks.template import (
     looked_up,
     only,
 )
+from producers.tasks.templates.lookups import route_from_home, weather_on
 from producers.tasks.templates.tool_use import WALLET_PATHS
 
 
@@ -37,27 +36,6 @@ def _distinct(ctx: Ctx, rows: list[dict], key: str, n: int) -> list[dict]:
     if len(first) < n:
         raise NoInstance(f"no {n} rows with distinct {key}")
     return [first[value] for value in ctx.rng.sample(sorted(first), n)]
-
-
-def _weather_on(city: str, day: str) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """The calls that show ``city``'s forecast for ``day``: ``weather.on_day`` for it, or a ``weather.forecast``
-    long enough to reach it (its ``days`` defaults to 3, so leaving it out counts only when 3 days suffice)."""
-    need = (date.fromisoformat(day) - TODAY).days + 1
-    long_enough: dict[str, Any] = {"any": [{"days": n} for n in range(need, 8)]}
-    if need <= 3:
-        long_enough = {"not": {"any": [{"days": n} for n in range(1, need)]}} if need > 1 else {}
-    return (
-        ("weather.on_day", {"city__norm": city, "day__norm": day}),
-        ("weather.forecast", {"city__norm": city, **long_enough}),
-    )
-
-
-def _route(place_id: str, **where: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """The calls that show the way between home (pl_1) and ``place_id``, either direction, matching ``where``."""
-    ends = {
-        "any": [{"origin_id": "pl_1", "destination_id": place_id}, {"origin_id": place_id, "destination_id": "pl_1"}]
-    }
-    return ("maps.directions", {**ends, **where}), ("maps.compare_modes", ends)
 
 
 def warmest_city(ctx: Ctx) -> Instance:
@@ -78,7 +56,7 @@ def warmest_city(ctx: Ctx) -> Instance:
         criteria=[
             answer([best["city"]], "normalized"),
             *(
-                looked_up(f"weather_{i}", f"{city}'s forecast for {day} was looked up", *_weather_on(city, day))
+                looked_up(f"weather_{i}", f"{city}'s forecast for {day} was looked up", *weather_on(city, day))
                 for i, city in enumerate(cities, 1)
             ),
             only(),
@@ -110,7 +88,7 @@ def closest_place(ctx: Ctx) -> Instance:
         criteria=[
             answer([best["name"]], "normalized"),
             *(
-                looked_up(f"distance_{i}", f"the way from home to {p['name']} was looked up", *_route(p["id"]))
+                looked_up(f"distance_{i}", f"the way from home to {p['name']} was looked up", *route_from_home(p["id"]))
                 for i, p in enumerate(options, 1)
             ),
             only(),
@@ -367,7 +345,7 @@ def ride_or_transit(ctx: Ctx) -> Instance:
         criteria=[
             *([] if take_transit else ride),
             answer(["transit" if take_transit else "ride"]),
-            looked_up("transit_time", "the transit time was looked up", *_route(place["id"], mode="transit")),
+            looked_up("transit_time", "the transit time was looked up", *route_from_home(place["id"], mode="transit")),
             only() if take_transit else only("/rides/rides"),
         ],
         solve=solve,

@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 from bus_schemas.actions import Finish
-from producers.tasks.template import Ctx, Instance, Solver, Template, answer, call, equals, exists, only, pay
+from producers.tasks.template import (
+    Ctx,
+    Instance,
+    Solver,
+    Template,
+    answer,
+    call,
+    equals,
+    exists,
+    looked_up,
+    only,
+    pay,
+)
+from producers.tasks.templates.lookups import messages_with, weather_on
 
 
 def update_phone(ctx: Ctx) -> Instance:
@@ -55,7 +68,13 @@ def weather_high(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"What will the high temperature be in {f['city']} on {f['date']}? Answer in °C.",
-        criteria=[answer([str(f["high_c"])], "numeric", 0.0), only()],
+        criteria=[
+            answer([str(f["high_c"])], "numeric", 0.0),
+            looked_up(
+                "weather", f"{f['city']}'s forecast for {f['date']} was looked up", *weather_on(f["city"], f["date"])
+            ),
+            only(),
+        ],
         solve=solve,
     )
 
@@ -148,7 +167,11 @@ def unread_from(ctx: Ctx) -> Instance:
 
     return Instance(
         goal=f"How many unread messages do I have from {person['name']}? Answer with a number.",
-        criteria=[answer([str(count)], "numeric", 0.0), only()],
+        criteria=[
+            answer([str(count)], "numeric", 0.0),
+            looked_up("messages", f"the messages with {person['name']} were looked up", *messages_with(cid)),
+            only(),
+        ],
         solve=solve,
     )
 

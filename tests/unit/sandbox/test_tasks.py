@@ -4,6 +4,7 @@ collateral-aware)."""
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -169,7 +170,14 @@ def test_verdicts_survive_the_wire(backend: SandboxBackend) -> None:
         assert verify(task, wired, episode.answer).outcome, task.task_id
 
 
-CHOICE_TEMPLATES = ("sa.warmest_city", "sa.closest_place", "sa.ride_or_transit")
+GUESSABLE_TEMPLATES = (
+    "tu.unread_from",  # "0" or "1": a constant guess passed 14 of 26 instances
+    "tu.weather_high",
+    "sk.trip_prep",  # "yes" or "no", after the bookings
+    "sa.warmest_city",
+    "sa.closest_place",
+    "sa.ride_or_transit",
+)
 
 
 def _expected(task: TaskSpecified) -> str:
@@ -187,17 +195,35 @@ def _book_ride(task: TaskSpecified) -> Solver:
     yield call("rides.confirm_pickup", id=ride.result["id"])
 
 
+def _without_weather(task: TaskSpecified) -> Solver:
+    """The reference plan of ``sk.trip_prep`` with its rain check left out (the right answer is handed back)."""
+    plan = reference_solver(task)
+    action = next(plan)
+    while True:
+        if isinstance(action, ToolCall) and action.name == "weather.will_it_rain":
+            action = plan.send(SimpleNamespace(result=_expected(task) == "yes"))
+            continue
+        obs = yield action
+        try:
+            action = plan.send(obs)
+        except StopIteration:
+            return
+
+
 def _guess(task: TaskSpecified) -> Solver:
-    """The right answer with no look-up behind it (what a lucky guess looks like); a ride it books without
-    checking transit first, so both branches of ``sa.ride_or_transit`` are guessed."""
+    """The right answer with no look-up behind it (what a lucky guess looks like). The rest of the task is done:
+    a ride is booked without checking transit first, a trip prepared without checking the weather."""
+    if task.source.template_id == "sk.trip_prep":
+        yield from _without_weather(task)
+        return
     if _expected(task) == "ride":
         yield from _book_ride(task)
     yield Finish(answer=_expected(task))
 
 
-@pytest.mark.parametrize("template_id", CHOICE_TEMPLATES)
+@pytest.mark.parametrize("template_id", GUESSABLE_TEMPLATES)
 def test_a_right_answer_without_the_look_ups_behind_it_fails(backend: SandboxBackend, template_id: str) -> None:
-    """Choosing one of n options must rest on looking each up: otherwise a blind guess passes 1 time in n."""
+    """An answer must rest on the look-ups that show it: otherwise a blind guess among n options passes 1 time in n."""
     tasks = [t for t in SUITE if t.source.template_id == template_id]
     assert len(tasks) >= 10
     if template_id == "sa.ride_or_transit":
@@ -210,7 +236,8 @@ def test_every_route_to_the_evidence_passes_and_a_forecast_too_short_to_reach_th
     backend: SandboxBackend,
 ) -> None:
     """``weather.forecast`` instead of ``weather.on_day``; ``maps.compare_modes`` (either direction) instead of
-    ``maps.directions``: the verifier asks that the evidence was seen, not which tool showed it."""
+    ``maps.directions``; the unread list instead of the conversation: the verifier asks that the evidence was seen,
+    not which tool showed it."""
     warmest = [t for t in SUITE if t.source.template_id == "sa.warmest_city"]
     far = next(t for t in warmest if "2026-03-05" in t.goal)  # day 4 of the forecast: its default 3 days miss it
 
@@ -250,6 +277,17 @@ def test_every_route_to_the_evidence_passes_and_a_forecast_too_short_to_reach_th
     assert not passes(backend, far, by_forecast(3))
     near = next(t for t in warmest if "2026-03-03" in t.goal)
     assert passes(backend, near, by_forecast(None)) and not passes(backend, near, by_forecast(1))
+
+    def by_unread_list(task: TaskSpecified) -> Solver:
+        name = task.goal.removeprefix("How many unread messages do I have from ").removesuffix(
+            "? Answer with a number."
+        )
+        found = yield call("contacts.search_contacts", query=name)
+        unread = yield call("messages.list_unread")
+        yield Finish(answer=str(sum(1 for m in unread.result if m["contact_id"] == found.result[0]["id"])))
+
+    unread = [t for t in SUITE if t.source.template_id == "tu.unread_from"]
+    assert all(passes(backend, t, by_unread_list) for t in unread)
     for template_id in ("sa.closest_place", "sa.ride_or_transit"):
         tasks = [t for t in SUITE if t.source.template_id == template_id][:8]
         assert template_id == "sa.closest_place" or {_expected(t) for t in tasks} == {"ride", "transit"}
