@@ -40,6 +40,7 @@ from bus_schemas.events import (
     TaskSpecified,
 )
 from consumers.common.episode import EpisodeRecord, Rejection, Step
+from producers.backends.sandbox.grounding import GROUNDED, id_arguments, tokens
 
 
 @dataclass(frozen=True)
@@ -304,6 +305,19 @@ def _named(r: Rejection) -> str:
 
 
 def argument_grounding(task: TaskSpecified, ep: EpisodeRecord, verdict: EpisodeVerified) -> Finding | None:
+    """A refused or malformed argument, or an id used without ever being shown (the verifier's ``grounded_ids``)."""
+    guess = next((r.detail for r in verdict.criteria if r.criterion_id == GROUNDED and not r.passed), None)
+    if guess is not None:
+        named = tokens(guess)
+        at = next(
+            (
+                at
+                for at, _, s in _steps(ep)
+                if s.call is not None and any(v in named for v in id_arguments(s.call.args))
+            ),
+            ep.steps[-1].number if ep.steps else 0,
+        )
+        return Finding("argument_grounding", at, f"guessed an id: {guess[:200]}", confidence(0.8))
     refused = [
         (at, f"{s.call.name} got an unsupported argument ({where}): {s.observation.error.message}")
         for at, where, s in _steps(ep)

@@ -12,6 +12,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from producers.backends.base import Evidence, Observation, ToolSpec, TrustLevel
 from producers.backends.sandbox.catalog import TOOLS, apply_fixtures, base_world
 from producers.backends.sandbox.errors import ToolFailure
+from producers.backends.sandbox.grounding import Shown
 from producers.backends.sandbox.world import State, World, state_hash
 
 _CACHE_SIZE = 4096
@@ -39,6 +40,7 @@ class SandboxBackend:
         self._world = World({})
         self._calls: list[dict[str, Any]] = []
         self._specs: list[ToolSpec] = []
+        self._shown = Shown()
 
     def initial_state(self, task: TaskSpecified, seed: int) -> State:
         """The task's starting world, built once per (task, seed) and shared by every later reset."""
@@ -56,26 +58,31 @@ class SandboxBackend:
         self._world = World(self.initial_state(task, task.initial_conditions.seed if seed is None else seed))
         self._calls = []
         self._specs = [TOOLS[name].spec for name in task.tools]
-        return Observation.model_construct(
+        first = Observation.model_construct(
             result={"goal": task.goal, "now": self._world.base["system"]["device"]["now"]},
             error=None,
             changes=[],
             flags=[],
         )
+        self._shown = Shown(first.result, [spec.model_dump(mode="json") for spec in self._specs])
+        return first
 
     def tools(self) -> list[ToolSpec]:
         return list(self._specs)
 
     def step(self, call: ToolCall) -> Observation:
+        unseen = self._shown.unseen(call.args)
         obs = self._execute(call)
-        self._calls.append(
-            {
-                "name": call.name,
-                "args": call.args,
-                "ok": obs.error is None,
-                "error": None if obs.error is None else obs.error.code,
-            }
-        )
+        record: dict[str, Any] = {
+            "name": call.name,
+            "args": call.args,
+            "ok": obs.error is None,
+            "error": None if obs.error is None else obs.error.code,
+        }
+        if unseen:  # only then: the evidence of a grounded episode is unchanged
+            record["unseen_ids"] = unseen
+        self._calls.append(record)
+        self._shown.add(obs.result if obs.error is None else obs.error.message)
         return obs
 
     def _execute(self, call: ToolCall) -> Observation:

@@ -27,11 +27,15 @@ Check = tuple[bool, str]
 
 @dataclass(frozen=True)
 class Call:
-    """One call of the trace as criteria see it, whatever backend recorded it."""
+    """One call of the trace as criteria see it, whatever backend recorded it.
+
+    ``unseen_ids``: its id arguments the policy was never shown (the sandbox records them; other backends do not).
+    """
 
     tool: str
     args: Mapping[str, Any]
     ok: bool
+    unseen_ids: tuple[str, ...] = ()
 
 
 def read_call(record: Mapping[str, Any]) -> Call:
@@ -49,7 +53,8 @@ def read_call(record: Mapping[str, Any]) -> Call:
     else:
         observation = record.get("observation")
         ok = not (isinstance(observation, Mapping) and observation.get("error"))
-    return Call(tool, args, ok)
+    unseen = record.get("unseen_ids") or ()
+    return Call(tool, args, ok, tuple(str(i) for i in unseen) if isinstance(unseen, list) else ())
 
 
 def read_calls(records: Sequence[Mapping[str, Any]]) -> tuple[Call, ...]:
@@ -68,6 +73,15 @@ def check_calls(c: CallCriterion, calls: Sequence[Call]) -> Check:
         return _order(c, calls)
     count = sum(1 for call in calls if c.tool is None or call.tool == c.tool)
     return count <= c.limit, f"{count} call(s){f' of {c.tool}' if c.tool else ''}; at most {c.limit} allowed"
+
+
+def check_grounded(calls: Sequence[Call]) -> Check:
+    """No successful call rests on an id the policy was never shown (a refused one changed and showed nothing)."""
+    guessed = [(i, call) for i, call in enumerate(calls) if call.ok and call.unseen_ids]
+    if not guessed:
+        return True, "every id a call used was shown first"
+    shown = "; ".join(f"{', '.join(c.unseen_ids)} in {c.tool} at call {i}" for i, c in guessed[:3])
+    return False, f"used ids it was never shown: {shown}"
 
 
 def _required(c: CallRequiredCriterion, calls: Sequence[Call]) -> Check:

@@ -26,7 +26,8 @@ from bus_schemas.events.tasks import (
 from producers.backends import plugins
 from producers.backends.base import Evidence
 from producers.backends.evidence import LeanEvidence
-from producers.backends.sandbox.calls import Call, check_calls, read_calls
+from producers.backends.sandbox.calls import Call, check_calls, check_grounded, read_calls
+from producers.backends.sandbox.grounding import GROUNDED
 from producers.backends.sandbox.where import matches, norm, where_matcher
 from producers.backends.sandbox.world import diff
 
@@ -279,7 +280,7 @@ def _check(c: CompletionCriterion, view: EvidenceView, goal: str, final_answer: 
 
 
 def verify(task: TaskSpecified, evidence: Evidence | LeanEvidence, final_answer: str = "") -> VerificationResult:
-    """Judge an episode; the outcome is true only when every criterion passes.
+    """Judge an episode; the outcome is true only when every criterion passes and no call guessed an id.
 
     A state is read only when a criterion needs it: with lean evidence a no-collateral check reads the delta
     and a call criterion the trace, so the initial state is fetched (once per task instance) only for state and
@@ -298,4 +299,7 @@ def verify(task: TaskSpecified, evidence: Evidence | LeanEvidence, final_answer:
         except ValueError as exc:
             passed, detail = False, f"invalid criterion: {exc}"
         results.append(CriterionResult(c.id, passed, detail))
+    grounded, detail = check_grounded(view.calls)
+    if not grounded:
+        results.append(CriterionResult(GROUNDED, False, detail))
     return VerificationResult(all(r.passed for r in results), results)

@@ -85,7 +85,9 @@ def usual_order(ctx: Ctx) -> Instance:
 
     def solve() -> Solver:
         yield MemoryRead(query=f"my usual order at {rest['name']}")
-        yield call("food.add_to_cart", item_id=dish["id"])
+        found = yield call("food.search_restaurants", query=rest["name"])
+        menu = yield call("food.menu", restaurant_id=found.result[0]["id"])
+        yield call("food.add_to_cart", item_id=next(d["id"] for d in menu.result if d["name"] == dish["name"]))
         yield call("food.checkout", confirm=True)
         yield Finish(answer="Ordered.")
 

@@ -32,7 +32,9 @@ def join_wifi(ctx: Ctx) -> Instance:
         found = yield call("notes.search_notes", query=net["ssid"])
         secret = found.result[0]["body"].split("password: ")[1]
         yield call("settings.set_wifi", on=True)
-        yield call("settings.join_network", network_id="net_2", password=secret)
+        networks = yield call("settings.list_networks")
+        network_id = next(n["id"] for n in networks.result if n["ssid"] == net["ssid"])
+        yield call("settings.join_network", network_id=network_id, password=secret)
         yield Finish(answer="Connected.")
 
     return Instance(

@@ -260,3 +260,27 @@ def test_a_right_answer_without_the_look_up_behind_it_is_premature_termination()
     ep = episode(task, [(Finish(answer="Oslo"), None)])
     d = diagnose(verdict(task, {"looked_up"}), task, ep, P)
     assert (d.attribution, d.step) == ("premature_termination", 0) and "looked_up" in d.explanation
+
+
+def test_a_success_on_a_guessed_id_is_argument_grounding_at_the_call_that_used_it():
+    """Every task criterion held, but the verifier's grounded_ids failed: the id was never shown."""
+    from bus_schemas.events import CriterionResult
+
+    task = _state_task()
+    ep = episode(
+        task,
+        [
+            (_call(task, q="Fig Gym"), obs(result=[])),
+            (_call(task, 1, id="pl_30"), obs(result={"ok": True})),
+            (Finish(), None),
+        ],
+    )
+    v = verdict(task)
+    guessed = CriterionResult(
+        criterion_id="grounded_ids",
+        passed=False,
+        detail=f"used ids it was never shown: pl_30 in {task.tools[1]} at call 1",
+    )
+    v = v.model_copy(update={"outcome": "failure", "criteria": [*v.criteria, guessed]})
+    d = diagnose(v, task, ep, P)
+    assert (d.attribution, d.step) == ("argument_grounding", 1) and "pl_30" in d.explanation  # steps count from 0

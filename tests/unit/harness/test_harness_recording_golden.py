@@ -130,21 +130,21 @@ COMPACT = CompactContext(
 SCENARIOS: dict[str, tuple[Callable[[], str], str]] = {
     "sandbox, default harness": (
         lambda: _run_sandbox(HarnessConfig()),
-        "e773e6154cefda1073f02af8131b1c3da080f2eb26941c04e7b681363192cc80",
+        "8ec7f1e8430a0f5e4d1fcf2cfb1419b9922f2814abf05355ed3cc2be5eecc1e5",
     ),
     "sandbox, compact harness": (
         lambda: _run_sandbox(HarnessConfig(compact=COMPACT)),
-        "0584a451003d61217421557211c95c8bd44c881f55434bff59fc5ce18dfa3def",
+        "1755b236634ceb10768e89aca403f47dfe87dd503c110e1eb4597f2255b20fd9",
     ),
     "sandbox, tight context (summaries)": (
         lambda: _run_sandbox(HarnessConfig(compact=COMPACT, budgets=HarnessBudgets(context_tokens=900))),
-        "14d79efdeb9aa56c751db72bfc49a737a65db2e92cd481d2655988e825773231",
+        "4dac918a6af32e42293c4139530c1f28f0d475b7c18dd3e96ac167e4ae348e6f",
     ),
     "sandbox, tokenizer counter": (
         lambda: _run_sandbox(
             HarnessConfig(budgets=HarnessBudgets(context_tokens=2000)), TokenizerCounter(_WordTokenizer())
         ),
-        "09abf2953e28cb6056007c774c9c5b6893e6fa622c7859aebddddb48b29b3505",
+        "6cab06dcde2b3a140121935046adb84de2339a83f2e7f2bad133d708f1988c1d",
     ),
     "toy backend, edge cases": (_run_toy, "96dedafd2eb2ee5deb089ecc5809fb096ce424125f08e7c762a39962488d9892"),
 }
