@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from bus_schemas.actions import Finish, MemoryRead
 from producers.tasks.template import Ctx, Instance, Solver, Template, call, equals, exists, memory, only, pay
@@ -80,8 +81,20 @@ def wake_alarm(ctx: Ctx) -> Instance:
 
 
 def usual_order(ctx: Ctx) -> Instance:
-    rest = ctx.pick([r for r in ctx.rows("food", "restaurants") if r["open"]])
-    dish = ctx.pick([d for d in ctx.rows("food", "dishes") if d["restaurant_id"] == rest["id"] and d["available"]])
+    def namesakes(rest_id: str) -> Counter[str]:
+        return Counter(d["name"] for d in ctx.rows("food", "dishes") if d["restaurant_id"] == rest_id)
+
+    def orderable(rest_id: str) -> list[dict]:
+        """Available dishes that the remembered name picks out: a menu may list two "Summer Wrap"s."""
+        names = namesakes(rest_id)
+        return [
+            d
+            for d in ctx.rows("food", "dishes")
+            if d["restaurant_id"] == rest_id and d["available"] and names[d["name"]] == 1
+        ]
+
+    rest = ctx.pick([r for r in ctx.rows("food", "restaurants") if r["open"] and orderable(r["id"])])
+    dish = ctx.pick(orderable(rest["id"]))
 
     def solve() -> Solver:
         yield MemoryRead(query=f"my usual order at {rest['name']}")

@@ -95,12 +95,13 @@ def test_a_refused_call_with_a_made_up_id_does_not_fail_the_episode() -> None:
     assert result.outcome and GROUNDED not in {r.id for r in result.criteria}
 
 
-def test_every_reference_solver_looks_up_the_ids_it_uses() -> None:
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_reference_solver_looks_up_the_ids_it_uses(seed: int) -> None:
     """The cold-start demonstrations must not teach guessing: mem.usual_order added the remembered dish by its id
     and sk.join_wifi joined net_2 without listing the networks, until this check found them."""
     backend = SandboxBackend()
     guessed = {}
-    for task in {t.source.template_id: t for t in SUITE}.values():
+    for task in build_task_suite("grounding", seed):
         calls = [read_call(r) for r in run_episode(backend, task, reference_solver).evidence.calls]
         if any(c.unseen_ids for c in calls):
             guessed[task.task_id] = [c.unseen_ids for c in calls if c.unseen_ids]
@@ -118,3 +119,13 @@ def test_evidence_recorded_before_grounding_is_judged_as_before() -> None:
     )
     assert not verify(task, episode.evidence, "ride").outcome
     assert verify(task, old, "ride").outcome
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_remembered_dish_names_one_dish_in_every_suite(seed: int) -> None:
+    """Ordering "my usual" by its name (the reference no longer adds the template's dish id blind) needs a name
+    that picks out one dish: suite 1's Copper Indian Kitchen listed two Summer Wraps at different prices."""
+    backend = SandboxBackend()
+    tasks = [t for t in build_task_suite("grounding", seed) if t.source.template_id == "mem.usual_order"]
+    failed = [t.task_id for t in tasks if not verify(t, run_episode(backend, t, reference_solver).evidence).outcome]
+    assert len(tasks) == 26 and failed == []
