@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import cache
 from typing import Any, cast
 
 from pydantic import JsonValue, ValidationError
@@ -12,7 +13,7 @@ from bus_schemas.events.tasks import TaskSpecified
 from producers.backends.base import Evidence, Observation, ToolSpec, TrustLevel
 from producers.backends.sandbox.catalog import TOOLS, apply_fixtures, base_world
 from producers.backends.sandbox.errors import ToolFailure
-from producers.backends.sandbox.grounding import Shown
+from producers.backends.sandbox.grounding import Shown, tokens
 from producers.backends.sandbox.world import State, World, state_hash
 
 _CACHE_SIZE = 4096
@@ -22,6 +23,12 @@ def _error(code: Any, message: str, retryable: bool = False) -> Observation:
     return Observation.model_construct(
         result=None, error=ToolError(code=code, message=message[:4000], retryable=retryable), changes=[], flags=[]
     )
+
+
+@cache
+def _spec_tokens(name: str) -> frozenset[str]:
+    """The tokens of one tool's spec (description, argument schema, examples): static, so read once per process."""
+    return frozenset(tokens(TOOLS[name].spec.model_dump(mode="json")))
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -64,7 +71,7 @@ class SandboxBackend:
             changes=[],
             flags=[],
         )
-        self._shown = Shown(first.result, [spec.model_dump(mode="json") for spec in self._specs])
+        self._shown = Shown(first.result, known=frozenset().union(*(_spec_tokens(name) for name in task.tools)))
         return first
 
     def tools(self) -> list[ToolSpec]:

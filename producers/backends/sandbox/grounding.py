@@ -39,8 +39,9 @@ def id_arguments(args: Mapping[str, Any]) -> Iterable[str]:
 class Shown:
     """The tokens shown to the policy in one episode; ``unseen`` names the id arguments of a call outside them."""
 
-    def __init__(self, *sources: Any) -> None:
-        self._seen: set[str] = set()
+    def __init__(self, *sources: Any, known: Iterable[str] = ()) -> None:
+        """``sources``: values to tokenise; ``known``: tokens already taken out of static texts (a tool's spec)."""
+        self._seen: set[str] = set(known)
         for source in sources:
             self.add(source)
 

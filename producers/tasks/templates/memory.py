@@ -81,20 +81,13 @@ def wake_alarm(ctx: Ctx) -> Instance:
 
 
 def usual_order(ctx: Ctx) -> Instance:
-    def namesakes(rest_id: str) -> Counter[str]:
-        return Counter(d["name"] for d in ctx.rows("food", "dishes") if d["restaurant_id"] == rest_id)
-
-    def orderable(rest_id: str) -> list[dict]:
-        """Available dishes that the remembered name picks out: a menu may list two "Summer Wrap"s."""
-        names = namesakes(rest_id)
-        return [
-            d
-            for d in ctx.rows("food", "dishes")
-            if d["restaurant_id"] == rest_id and d["available"] and names[d["name"]] == 1
-        ]
-
-    rest = ctx.pick([r for r in ctx.rows("food", "restaurants") if r["open"] and orderable(r["id"])])
-    dish = ctx.pick(orderable(rest["id"]))
+    dishes = ctx.rows("food", "dishes")
+    namesakes = Counter((d["restaurant_id"], d["name"]) for d in dishes)
+    # Available dishes that the remembered name picks out: a menu may list two "Summer Wrap"s.
+    orderable = [d for d in dishes if d["available"] and namesakes[d["restaurant_id"], d["name"]] == 1]
+    served = {d["restaurant_id"] for d in orderable}
+    rest = ctx.pick([r for r in ctx.rows("food", "restaurants") if r["open"] and r["id"] in served])
+    dish = ctx.pick([d for d in orderable if d["restaurant_id"] == rest["id"]])
 
     def solve() -> Solver:
         yield MemoryRead(query=f"my usual order at {rest['name']}")
