@@ -12,7 +12,8 @@ included). Round 0 of the main job, seed 0: dev 0.131 -> 0.013, test 0.056 -> 0.
 the model no longer memorised the frequent values and did not yet copy the new ones (``tu.set_alarm`` wrote a train
 label and time, ``mem.wake_alarm`` lost its label to the copy bias). So the demonstrations keep the base share.
 With new entities in generated worlds only (the main job, seed 0): rounds 0-1 unchanged (dev 0.131, 0.094), round 2
-dev 0.100 instead of 0.094 (one sub_agent task, answered by a guess the verifier cannot tell apart). None of round
+dev 0.100 instead of 0.094 (one sub_agent task, answered by a guess, which the verifier now refuses: the
+``call_any`` look-ups of the answer templates and ``grounding.py``). None of round
 2's 16 generated rollouts was solved (15 of 48 built-in ones were), so they reach the reweighter and RL as failures,
 not SFT; with seed 1, one of 16 was (``sa.warmest_city``, by looking up only the one base-pool city of three).
 """
