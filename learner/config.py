@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness_service.config import CompactContext, HarnessBudgets, HarnessConfig
 from learner.model.factory import TinyModelConfig
 from learner.model.lora import LoraSettings
+from learner.procedure_prior import tiny_successors
 from learner.rl.config import RlSettings
 from learner.sft.config import SftSettings
 
@@ -25,6 +26,10 @@ def tiny_harness() -> HarnessConfig:
     fits the window's ``system_tokens`` (p50 ~124 tokens of the 1,024-token BPE, measured on all 32 templates);
     observations show the result without the state changes and empty fields (``observations="result"``: a step
     is p50 44 tokens instead of ~90, so the window holds twice the recent steps).
+    The step's tools start with the procedure prior (``learner.procedure_prior``): the tools that followed the last
+    call in the train pool's reference solutions. With it the step lists the tool the reference calls for 214 of
+    the dev split's 239 calls (test 211/236), without it 146 (142). Round-0 cold starts of the main job
+    (2026-12-05): seed 0 dev 0.013 -> 0.050, test 0.000 -> 0.025; seed 1 dev 0.113 and test 0.056 with and without.
     At most 16 steps an episode: every reference solution of the suite takes 14 or fewer (measured over seeds
     0-2), and a small model's failed episodes otherwise run to the task's 20-40 steps, most of a round's time.
     A sub-agent's context is its parent's first context without the initial observation (a delegating parent hands
@@ -41,7 +46,7 @@ def tiny_harness() -> HarnessConfig:
     return HarnessConfig(
         name="tiny-planner",
         instructions=TINY_INSTRUCTIONS,
-        compact=CompactContext(observations="result"),
+        compact=CompactContext(observations="result", tool_successors=tiny_successors()),
         budgets=HarnessBudgets(max_steps=16),
     )
 

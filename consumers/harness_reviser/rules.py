@@ -38,7 +38,7 @@ retrieval); otherwise the template falls back to its instruction or yields to th
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -46,7 +46,6 @@ from bus_schemas.events import Budgets, FailureCategory, FailureDiagnosed, TaskS
 from harness_service.config import CompactContext, HarnessConfig
 from harness_service.revisions import (
     MAX_NOTE_CHARS,
-    MAX_SUCCESSORS,
     AddInstruction,
     AddSkill,
     AddToolSuccessors,
@@ -59,7 +58,7 @@ from harness_service.revisions import (
     skill_notes,
 )
 from harness_service.runner.budgets import effective_budgets
-from harness_service.tools.selection import select_tools, step_tools
+from harness_service.tools.selection import select_tools, step_tools, successor_table
 from producers.backends.base import ToolSpec
 
 ToolDocs = Callable[[str], ToolSpec | None]
@@ -206,20 +205,6 @@ def _step_tools(
 def _first_step_tools(task: TaskSpecified, docs: ToolDocs, compact: CompactContext, top_k: int) -> list[str]:
     """The tools a compact context's first step shows for ``task`` (nothing loaded or called yet) with ``top_k``."""
     return _step_tools(task, (), compact, docs, top_k)
-
-
-def successor_table(procedures: Sequence[Sequence[str]]) -> dict[str, tuple[str, ...]]:
-    """Each call (``""``: the start) -> the tools that followed it in ``procedures``, most frequent first (ties by
-    name), at most ``MAX_SUCCESSORS``; a repeated call is not its own successor (the called tools are shown)."""
-    follows: defaultdict[str, Counter[str]] = defaultdict(Counter)
-    for calls in procedures:
-        for before, call in zip(("", *calls), calls, strict=False):
-            if before != call:
-                follows[before][call] += 1
-    return {
-        before: tuple(sorted(counts, key=lambda name: (-counts[name], name))[:MAX_SUCCESSORS])
-        for before, counts in sorted(follows.items())
-    }
 
 
 def _steps_shown(task: TaskSpecified, calls: Sequence[str], compact: CompactContext, docs: ToolDocs) -> int:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 
+from harness_service.revisions import MAX_SUCCESSORS
 from harness_service.skills.skill import Skill
 from producers.backends.base import ToolSpec
 
@@ -52,3 +54,17 @@ def step_tools(
     names += goal_matches
     chosen = list(dict.fromkeys(names))[:limit]
     return [by_name[n] for n in chosen]
+
+
+def successor_table(procedures: Iterable[Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    """Each call (``""``: the start) -> the tools that followed it in ``procedures``, most frequent first (ties by
+    name), at most ``MAX_SUCCESSORS``; a repeated call is not its own successor (the called tools are shown)."""
+    follows: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for calls in procedures:
+        for before, call in zip(("", *calls), calls, strict=False):
+            if before != call:
+                follows[before][call] += 1
+    return {
+        before: tuple(sorted(counts, key=lambda name: (-counts[name], name))[:MAX_SUCCESSORS])
+        for before, counts in sorted(follows.items())
+    }

@@ -29,6 +29,7 @@ from harness_service.revisions import (
     skill_notes,
 )
 from harness_service.runner.budgets import effective_budgets
+from harness_service.tools.selection import successor_table
 from producers.tasks import build_task_suite
 
 pytestmark = pytest.mark.unit
@@ -266,7 +267,7 @@ def test_a_window_edit_first_shows_the_tools_that_followed_each_call_in_the_fail
     assert COMPACT.compact is not None and len(failing) == len(tasks)
     draft = rules.window_edit(traced("tool_routing", tasks), COMPACT, sandbox_docs)
     assert draft is not None and isinstance(draft.patch, AddToolSuccessors)
-    table = rules.successor_table([p for _, p in failing])
+    table = successor_table([p for _, p in failing])
     assert draft.patch.successors == table and "" in table
     for _, calls in failing:  # every call of a solution is among the successors of the call before it
         for before, call in zip(("", *calls), calls, strict=False):
