@@ -83,7 +83,14 @@ class LearnerConfig(BaseModel):
     the value's end and outputs stop parsing (35 malformed at 5, 61 at 15); below it the model writes values it
     memorised from the train pools ("22:05" for the goal's "17:35", a train contact for a new one). Number values
     too (a begun number continues as one of the prompt's): on two seed-0 cold starts (576 demos) dev went 0.113 ->
-    0.138 and 0.031 -> 0.056, each with its first skills tasks (focus_session's minutes: "30" memorised for "35")."""
+    0.138 and 0.031 -> 0.056, each with its first skills tasks (focus_session's minutes: "30" memorised for "35").
+    Tried 2026-12-05 on two cold starts with the procedure prior (seeds 0 and 1, 64 dev + 64 test tasks each): the
+    same bonus for tool names, argument keys and skill names continuing into the ones the system turn lists cut the
+    outputs that ended an episode as unusable by a quarter to a half (dev 48 -> 27 and 39 -> 29 episodes) but solved
+    no more tasks, and the longer failing episodes made a dev evaluation up to 50% slower (22 -> 33 s); passages of
+    the task turn only (not the system turn) as the source of a value: no more tasks either. At a string value's
+    first token the model's own ranking is nearly flat over capital letters ("E" 9.1, "P" 8.2, "N" 7.2 for
+    "Nora"), so the bias picks the first letter of some prompt word, not the one the goal means."""
     constrained_actions: bool = False
     """Greedy decoding keeps each action valid for the step's tools (``learner.model.constrained``), saved with the
     checkpoint's window. Off by default: on the same checkpoints of two main-job runs (seeds 1 and 2, 2026-12-03),

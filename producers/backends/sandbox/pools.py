@@ -16,6 +16,10 @@ dev 0.100 instead of 0.094 (one sub_agent task, answered by a guess, which the v
 ``call_any`` look-ups of the answer templates and ``grounding.py``). None of round
 2's 16 generated rollouts was solved (15 of 48 built-in ones were), so they reach the reweighter and RL as failures,
 not SFT; with seed 1, one of 16 was (``sa.warmest_city``, by looking up only the one base-pool city of three).
+Tried again 2026-12-05 under the verifier that refuses guesses, with the procedure prior (``learner.procedure_prior``),
+every train world drawing from base and new entities: round-0 cold starts, seed 0 dev 0.050 -> 0.081 and test
+0.025 -> 0.050, seed 1 dev 0.113 -> 0.100 and test 0.056 -> 0.031; the same templates solved (alarms, focus
+sessions), and the model wrote other train names instead ("Anna Hughes" for "Nora Acheampong"). Not adopted.
 """
 
 from __future__ import annotations
