@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
 from consumers.harness_reviser.spec import sandbox_procedure
 from harness_service.config import HarnessConfig
@@ -18,6 +17,7 @@ from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.revisions import AddInstruction, AddSkill, AddToolSuccessors, apply
 from harness_service.runner.episode import Harness, RunIds
 from harness_service.skills.library import SkillLibrary
+from infra.blobs.memory import MemoryBlobs
 from learner.config import LearnerConfig
 from learner.episodes import run_judged_episode
 from learner.jobs import skills, window
@@ -28,11 +28,6 @@ from producers.backends.sandbox.backend import SandboxBackend
 from producers.tasks import reference_solver
 
 pytestmark = pytest.mark.unit
-
-
-class _Blobs:
-    def put(self, data: bytes, media_type: str) -> BlobRef:
-        return BlobRef(sha256=hashlib.sha256(data).hexdigest(), size=len(data), media_type=media_type)
 
 
 class _Recording:
@@ -53,7 +48,9 @@ class _Recording:
 
 def prompts(task: TaskSpecified, config: HarnessConfig, library: SkillLibrary | None = None) -> list[str]:
     policy = _Recording(task)
-    harness = Harness(config=config, policy=policy, blobs=_Blobs(), events=lambda e: None, skills=library or skills())
+    harness = Harness(
+        config=config, policy=policy, blobs=MemoryBlobs(), events=lambda e: None, skills=library or skills()
+    )
     judged = run_judged_episode(harness, task, SandboxBackend(), RunIds(run_id="t"))
     assert judged.verdict.outcome == "success"
     return policy.prompts

@@ -4,13 +4,11 @@ than the goal's words alone."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 
 import pytest
 
-from bus_schemas.blob_ref import BlobRef
 from bus_schemas.events.tasks import TaskSpecified
 from consumers.harness_reviser.spec import sandbox_procedure
 from harness_service.config import HarnessConfig
@@ -18,6 +16,7 @@ from harness_service.context.messages import ChatMessage
 from harness_service.policy.base import PolicyOutput
 from harness_service.policy.scripted import ScriptedPolicy
 from harness_service.runner.episode import Harness, RunIds
+from infra.blobs.memory import MemoryBlobs
 from learner.config import LearnerConfig, tiny_harness
 from learner.episodes import run_judged_episode
 from learner.jobs import dev_tasks, skills
@@ -30,11 +29,6 @@ from producers.tasks import reference_solver
 pytestmark = pytest.mark.unit
 
 _LISTED = re.compile(r"^- ([\w.]+)\(", re.M)
-
-
-class _Blobs:
-    def put(self, data: bytes, media_type: str) -> BlobRef:
-        return BlobRef(sha256=hashlib.sha256(data).hexdigest(), size=len(data), media_type=media_type)
 
 
 class _Listing:
@@ -62,7 +56,7 @@ def listed(tasks: Sequence[TaskSpecified], config: HarnessConfig) -> tuple[int, 
     shown = calls = 0
     for task in tasks:
         policy = _Listing(task)
-        harness = Harness(config=config, policy=policy, blobs=_Blobs(), events=lambda e: None, skills=skills())
+        harness = Harness(config=config, policy=policy, blobs=MemoryBlobs(), events=lambda e: None, skills=skills())
         assert run_judged_episode(harness, task, SandboxBackend(), RunIds(run_id="t")).verdict.outcome == "success"
         shown, calls = shown + policy.listed, calls + policy.calls
     return shown, calls
@@ -75,7 +69,7 @@ def test_the_shipped_prior_is_a_fresh_fit_of_the_train_pool() -> None:
 def test_the_tiny_harness_shows_the_prior_and_it_names_real_tools_only() -> None:
     compact = tiny_harness().compact
     assert compact is not None and compact.tool_successors == tiny_successors()
-    named = {t for before, after in tiny_successors().items() for t in (before, *after) if before or t}
+    named = {t for before, after in tiny_successors().items() for t in (before, *after) if t}
     assert named and named <= set(TOOLS)
 
 
