@@ -117,12 +117,19 @@ class LearnerConfig(BaseModel):
     the model learned to write random-letter names instead of copying them. Swapping in the train pools' own
     words instead of random letters did not help either (77/324)."""
     harness: HarnessConfig = Field(default_factory=tiny_harness)
-    sft: SftSettings = Field(default_factory=lambda: SftSettings(max_steps=800, learning_rate=3e-3, logging_steps=100))
-    """Cold start: a fresh model."""
-    continued_sft: SftSettings = Field(
-        default_factory=lambda: SftSettings(max_steps=600, learning_rate=1e-3, logging_steps=100)
+    sft: SftSettings = Field(
+        default_factory=lambda: SftSettings(max_steps=800, learning_rate=3e-3, logging_steps=100, value_weight=4.0)
     )
-    """SFT continued from a registered version (``run_sft(base_version=...)``)."""
+    """Cold start: a fresh model. The tokens of an action's values weigh 4 times the rest of the output
+    (``SftSettings.value_weight``). Measured 2026-12-05 on the main job's two round-0 datasets (seeds 0 and 1,
+    1,200 steps), weight 1 -> 4: wrong values among the 349 teacher-forced dev reference steps 142 -> 130 and
+    141 -> 125, exact steps 118 -> 127 and 127 -> 128; dev 0.050 -> 0.081 and 0.113 -> 0.113, test 0.025 -> 0.038
+    and 0.056 -> 0.069; dev episodes ended by unusable outputs 48 -> 41 and 39 -> 25. The call's arguments only
+    (not a memory query or an answer): seed 0 exact 132, wrong values 136, dev 0.050, test 0.038."""
+    continued_sft: SftSettings = Field(
+        default_factory=lambda: SftSettings(max_steps=600, learning_rate=1e-3, logging_steps=100, value_weight=4.0)
+    )
+    """SFT continued from a registered version (``run_sft(base_version=...)``), with the cold start's weighting."""
     rl: RlSettings = Field(default_factory=RlSettings)
     self_weight: Annotated[float, Field(ge=0.0)] = 1.0
     """Weight of an example from the model's own admitted episodes, relative to a demonstration's (an example of
@@ -145,7 +152,8 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
     (not the tiny model's compact profile) with native function calls as the action syntax (the demonstrations
     write ``<tool_call>`` blocks, the format such a checkpoint's template was made for), prompts rendered with the
     checkpoint's own chat template and the step's tools in its own tool format (``native_tools``) in a
-    4,096-token window, no copy bias, and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
+    4,096-token window, no copy bias, an unweighted loss (``value_weight`` was measured on the tiny model only),
+    and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
     rate = 1e-5 if lora is None else 2e-4
     return config.model_copy(
         update={
@@ -159,8 +167,8 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
             "goal_tokens": 0,
             "system_tokens": 0,
             "copy_bias": 0.0,
-            "sft": config.sft.model_copy(update={"learning_rate": rate}),
-            "continued_sft": config.continued_sft.model_copy(update={"learning_rate": rate}),
+            "sft": config.sft.model_copy(update={"learning_rate": rate, "value_weight": 1.0}),
+            "continued_sft": config.continued_sft.model_copy(update={"learning_rate": rate, "value_weight": 1.0}),
             "rl": config.rl.model_copy(update={"learning_rate": rate / 10 if lora is None else rate / 4}),
         }
     )

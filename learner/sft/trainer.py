@@ -11,7 +11,7 @@ from time import perf_counter
 from typing import Any
 
 from learner.dataset.build import Example
-from learner.dataset.tokenize import tokenize_examples
+from learner.dataset.tokenize import LOSS_WEIGHT, tokenize_examples
 from learner.model.factory import save_checkpoint
 from learner.model.lora import LoraSettings, base_network, plain_model
 from learner.model.policy import PromptWindow
@@ -123,11 +123,18 @@ def _trainer_class(fused_lm_head: bool) -> Any:
         return SFTTrainer
 
     class ModelLossSFTTrainer(SFTTrainer):
+        def _set_signature_columns_if_needed(self) -> None:
+            super()._set_signature_columns_if_needed()
+            columns: list[str] = list(self._signature_columns or [])
+            if LOSS_WEIGHT not in columns:
+                self._signature_columns = [*columns, LOSS_WEIGHT]  # type: ignore[assignment]  # trl types it None
+
         def compute_loss(
             self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
         ) -> Any:
             network = base_network(model)  # a LoRA model's adapters are layers inside it
             if return_outputs or not hasattr(network, "model") or not hasattr(network, "lm_head"):
+                inputs.pop(LOSS_WEIGHT, None)
                 return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
             return completion_loss(network, inputs, num_items_in_batch)
 
@@ -137,7 +144,8 @@ def _trainer_class(fused_lm_head: bool) -> Any:
 def completion_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
     """Next-token cross-entropy on the labelled (completion) positions only, with the LM head applied to those
     positions alone: the prompt's hidden states never become logits. The same loss as the model's own over full
-    logits (a test checks it), at a fraction of the LM head's cost when most tokens are prompt."""
+    logits (a test checks it), at a fraction of the LM head's cost when most tokens are prompt.
+    With a ``loss_weight`` column (``SftSettings.value_weight``): the weighted mean over those positions."""
     import torch
 
     labels = inputs["labels"][:, 1:]
@@ -145,9 +153,29 @@ def completion_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any 
     hidden = model.model(**body).last_hidden_state[:, :-1]
     keep = labels != -100
     logits = model.lm_head(hidden[keep]).float()
+    if LOSS_WEIGHT in inputs:
+        weights = inputs[LOSS_WEIGHT][:, 1:][keep].to(logits.dtype)
+        losses = torch.nn.functional.cross_entropy(logits, labels[keep], reduction="none")
+        return (losses * weights).sum() / weights.sum().clamp(min=1e-6)
     loss = torch.nn.functional.cross_entropy(logits, labels[keep], reduction="sum")
     count = num_items_in_batch if num_items_in_batch is not None else keep.sum()
     return loss / torch.as_tensor(count, device=loss.device).clamp(min=1)
+
+
+def _weight_collator(pad_token_id: int) -> Any:
+    """trl's collator that also pads the ``loss_weight`` column (with 0, as the labels are padded with -100)."""
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    class _WeightCollator(DataCollatorForLanguageModeling):
+        def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+            output = super().torch_call(examples)
+            weights = [torch.tensor(e[LOSS_WEIGHT], dtype=torch.float32) for e in examples]
+            output[LOSS_WEIGHT] = pad_sequence(weights, batch_first=True, padding_value=0.0)
+            return output
+
+    return _WeightCollator(pad_token_id=pad_token_id)
 
 
 def sft_arguments(settings: SftSettings, output_dir: Path) -> Any:
@@ -200,13 +228,16 @@ def train_sft(
         raise ValueError("no training examples: the dataset is empty (nothing admitted or nothing re-rendered)")
     settings = settings or SftSettings()
     window = window or PromptWindow()
-    data = tokenize_examples(tokenizer, window, examples)
+    if settings.value_weight != 1.0 and settings.fused_lm_head:
+        raise ValueError("value_weight needs the model's own loss: set fused_lm_head off")
+    data = tokenize_examples(tokenizer, window, examples, value_weight=settings.value_weight)
     tokens = sum(len(ids) for ids in data["input_ids"])
     with tempfile.TemporaryDirectory(prefix="sft-") as scratch:
         trainer = _trainer_class(settings.fused_lm_head)(
             model=model,
             args=sft_arguments(settings, Path(scratch)),
             train_dataset=data,
+            data_collator=_weight_collator(tokenizer.pad_token_id) if settings.value_weight != 1.0 else None,
             processing_class=tokenizer,
             peft_config=None if lora is None else lora.peft_config(),
             callbacks=[
