@@ -26,8 +26,9 @@ def tokenize_example(
 
     ``completion_ids``: the ids the policy actually sampled (else the completion text is tokenized). ``tools``: the
     step's function schemas, rendered as the policy renders them (``PromptWindow.native_tools``). ``value_weight``
-    other than 1: a ``loss_weight`` column too, ``value_weight`` on the tokens of the call's argument values
-    (``learner.dataset.value_weights``), 1 on the rest of the output, 0 on the prompt.
+    other than 1: a ``loss_weight`` column too, ``value_weight`` on the tokens of the action's values (a call's
+    arguments, a memory query, an answer: ``learner.dataset.value_weights``), 1 on the rest of the output, 0 on the
+    prompt.
     """
     prompt_ids = window.prompt_ids(tokenizer, prompt, tools)
     if completion_ids is None:

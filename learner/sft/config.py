@@ -31,6 +31,7 @@ class SftSettings(BaseModel):
     Off, the model's own loss over full logits is used, which is faster for the tiny CPU model."""
     value_weight: Annotated[float, Field(gt=0)] = 1.0
     """Loss weight of the tokens of a tool call's argument values (``learner.dataset.value_weights``) relative to
-    the rest of the output; the loss is the weighted mean. Needs the model's own loss (``fused_lm_head`` off)."""
+    the rest of the output; the loss is the weighted mean. Needs the model's own loss (``fused_lm_head`` off); a model
+    without ``.model`` and ``.lm_head`` trains on its own unweighted loss, and the log says so."""
     logging_steps: Annotated[int, Field(ge=1)] = 10
     dataloader_workers: Annotated[int, Field(ge=0)] = 0

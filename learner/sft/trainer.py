@@ -123,6 +123,9 @@ def _trainer_class(fused_lm_head: bool) -> Any:
         return SFTTrainer
 
     class ModelLossSFTTrainer(SFTTrainer):
+        _unweighted = False
+        """Set once the value weights were dropped (and said so in the log) for a model without ``.lm_head``."""
+
         def _set_signature_columns_if_needed(self) -> None:
             super()._set_signature_columns_if_needed()
             columns: list[str] = list(self._signature_columns or [])
@@ -134,7 +137,9 @@ def _trainer_class(fused_lm_head: bool) -> Any:
         ) -> Any:
             network = base_network(model)  # a LoRA model's adapters are layers inside it
             if return_outputs or not hasattr(network, "model") or not hasattr(network, "lm_head"):
-                inputs.pop(LOSS_WEIGHT, None)
+                if inputs.pop(LOSS_WEIGHT, None) is not None and not (return_outputs or self._unweighted):
+                    self._unweighted = True
+                    log.warning("%s has no .model/.lm_head: trained on its own unweighted loss", type(network))
                 return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
             return completion_loss(network, inputs, num_items_in_batch)
 
