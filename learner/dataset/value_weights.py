@@ -1,4 +1,4 @@
-"""Per-token loss weights that stress a tool call's argument values over the action's fixed syntax.
+"""Per-token loss weights that stress an action's values over its fixed syntax.
 
 A completion such as ``<action>{"kind":"tool_call","name":"contacts.search","args":{"query":"Nora A"}}</action>``
 is mostly syntax the model writes the same way every time; the few tokens that decide whether the call works
@@ -9,6 +9,7 @@ equal weights the syntax dominates the token count. ``value_weights`` gives the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,10 +40,10 @@ def value_spans(completion: str) -> list[tuple[int, int]]:
 def _leaves(text: str, values: dict[str, Any], cursor: int, spans: list[tuple[int, int]]) -> int:
     """Appends the spans of ``values``' leaves, found in order from ``cursor`` on; returns where the search stopped."""
     for key, value in values.items():
-        found = text.find(orjson.dumps(key).decode() + ":", cursor)
-        if found < 0:
+        named = re.compile(re.escape(orjson.dumps(key).decode()) + r"\s*:").search(text, cursor)
+        if named is None:
             return cursor
-        cursor = found + len(key) + 3
+        cursor = named.end()
         if isinstance(value, dict):
             cursor = _leaves(text, value, cursor, spans)
             continue
@@ -62,7 +63,7 @@ def _leaves(text: str, values: dict[str, Any], cursor: int, spans: list[tuple[in
 
 def value_weights(tokenizer: Any, completion_ids: Sequence[int], completion: str, weight: float) -> list[float]:
     """``weight`` for each token of ``completion_ids`` (the completion's tokens, maybe ending with an end-of-turn
-    token the text does not contain) whose characters overlap an argument value, 1.0 for the others."""
+    token the text does not contain) whose characters overlap a value (``value_spans``), 1.0 for the others."""
     spans = value_spans(completion)
     weights = [1.0] * len(completion_ids)
     if not spans or weight == 1.0:

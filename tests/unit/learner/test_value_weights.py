@@ -28,6 +28,8 @@ def test_the_spans_are_the_values_of_an_action_not_its_kind_tool_name_or_keys() 
     read = '<action>{"kind":"memory_read","query":"my usual order at Juniper","top_k":5}</action>'
     assert spans_text(read) == ["my usual order at Juniper", "5"]
     assert spans_text('<action>{"kind":"finish","answer":"Booked."}</action>') == ["Booked."]
+    spaced = '<action>{"kind": "tool_call", "name": "a.b", "args": {"city": "Lisbon", "nights": 3}}</action>'
+    assert spans_text(spaced) == ["Lisbon", "3"]  # a model's own output may space its JSON
     assert spans_text('<action>{"kind":"tool_call","name":"a.b","args":{"q":""}}</action>') == []  # nothing to stress
     assert spans_text('<action>{"kind":"tool_call","name":"a.b","args":{"q":"Nor') == []  # does not parse
 
