@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-_ACTION = ("<action>", "</action>")
+from harness_service.actions.format import ACTION_CLOSE, ACTION_OPEN
+
 _SYNTAX = {"kind", "name"}
 """Top-level fields whose values are a choice among a few names, not a value to copy or compose."""
 
@@ -24,8 +25,8 @@ def value_spans(completion: str) -> list[tuple[int, int]]:
     """Character spans of the values in ``completion``'s action: every leaf (list items included) but the action's
     ``kind`` and the tool's ``name``, so a call's arguments, a memory query, a finish answer. A string's span leaves
     its quotes out. None when the action does not parse."""
-    head, tail = completion.find(_ACTION[0]), completion.rfind(_ACTION[1])
-    begin = head + len(_ACTION[0]) if head >= 0 else 0
+    head, tail = completion.find(ACTION_OPEN), completion.rfind(ACTION_CLOSE)
+    begin = head + len(ACTION_OPEN) if head >= 0 else 0
     try:
         action = orjson.loads(completion[begin : tail if tail >= 0 else len(completion)])
     except orjson.JSONDecodeError:
