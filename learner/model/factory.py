@@ -22,17 +22,35 @@ class TinyModelConfig(BaseModel):
     steps 127 -> 117; seed 1 dev 0.113 and test 0.069 both ways, exact steps 128 -> 123. Not adopted."""
     intermediate_size: Annotated[int, Field(ge=16)] = 384
     max_positions: Annotated[int, Field(ge=64)] = 1024
+    copy_head: bool = False
+    """A pointer head beside the LM head (``learner.model.copy_head``): inside a value the action is writing, the
+    next token may be copied from the user turns read so far (task, tool results, memory hits), mixed with the
+    vocabulary by a learned gate. Off by default. Measured 2026-12-05 on the seed-0 default run's round-0 dataset
+    (value-weighted SFT, 1,200 steps, copy bias 7; 349 teacher-forced dev reference steps, 64 dev + 64 test tasks),
+    plain head: 127 exact steps, 130 wrong values, dev 0.081, test 0.038. Copy head, every earlier turn a source,
+    no gate: 114 exact, 95 wrong values but 90 unparsable steps (the head copied quotes and keys from tool results'
+    JSON and looped), dev 0.087, test 0.075 (seed 1: dev 0.113 -> 0.081, test 0.069 -> 0.125). User turns only:
+    123 exact, 90 wrong values, 83 unparsable, dev 0.087, test 0.056. User turns and the value gate (this head):
+    118 exact, 105 wrong values, 55 unparsable, dev 0.075, test 0.062, training 17% slower. The pointer copies whole
+    phrases right when it lands on them ("what time do I wake up on weekdays") but lands on the wrong passage as
+    often as the plain head picks a wrong word; 1,200 CPU steps do not make it precise."""
+    copy_dim: Annotated[int, Field(ge=8)] = 64
+    """Width of the copy head's query and key."""
     seed: int = 0
 
 
 def build_tiny_model(tokenizer: Any, config: TinyModelConfig | None = None) -> Any:
-    """A Qwen3ForCausalLM with random weights sized to ``tokenizer``; seeded, so reproducible."""
+    """A Qwen3ForCausalLM (with ``copy_head``, a ``CopyHeadForCausalLM``) with random weights sized to
+    ``tokenizer``; seeded, so reproducible."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    from learner.model.copy_head import CopyHeadConfig, CopyHeadForCausalLM
+    from learner.model.tokenizer import IM_START
+
     config = config or TinyModelConfig()
     torch.manual_seed(config.seed)
-    qwen = Qwen3Config(
+    sizes = dict(
         vocab_size=len(tokenizer),
         hidden_size=config.hidden_size,
         num_hidden_layers=config.layers,
@@ -46,7 +64,16 @@ def build_tiny_model(tokenizer: Any, config: TinyModelConfig | None = None) -> A
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
     )
-    return Qwen3ForCausalLM(qwen)
+    if config.copy_head:
+        copy = CopyHeadConfig(
+            copy_dim=config.copy_dim,
+            copy_turn_token_id=tokenizer.convert_tokens_to_ids(IM_START),
+            copy_source_role_ids=[tokenizer.encode(f"{IM_START}user")[1]],  # the task, tool results, memory hits
+            copy_pieces=[tokenizer.decode([i]) for i in range(len(tokenizer))],  # copies only inside values
+            **sizes,
+        )
+        return CopyHeadForCausalLM(copy)
+    return Qwen3ForCausalLM(Qwen3Config(**sizes))
 
 
 def save_checkpoint(model: Any, tokenizer: Any, path: Path) -> Path:
@@ -63,6 +90,8 @@ def save_checkpoint(model: Any, tokenizer: Any, path: Path) -> Path:
 def load_checkpoint(path: Path, device: str = "cpu", dtype: Any = None) -> tuple[Any, Any]:
     """(model, tokenizer) from a local directory (ours, or any Qwen3-style checkpoint a user has); never the hub."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import learner.model.copy_head  # noqa: F401  # registers the tiny model's copy-head architecture
 
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a checkpoint directory (no config.json)")

@@ -154,10 +154,13 @@ def completion_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any 
     import torch
 
     labels = inputs["labels"][:, 1:]
-    body = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
-    hidden = model.model(**body).last_hidden_state[:, :-1]
     keep = labels != -100
-    logits = model.lm_head(hidden[keep]).float()
+    if hasattr(model, "completion_logits"):  # a copy head mixes the LM head with copies (``learner.model.copy_head``)
+        logits = model.completion_logits(inputs, keep)
+    else:
+        body = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
+        hidden = model.model(**body).last_hidden_state[:, :-1]
+        logits = model.lm_head(hidden[keep]).float()
     if LOSS_WEIGHT in inputs:
         weights = inputs[LOSS_WEIGHT][:, 1:][keep].to(logits.dtype)
         losses = torch.nn.functional.cross_entropy(logits, labels[keep], reduction="none")
