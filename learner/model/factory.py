@@ -25,15 +25,16 @@ class TinyModelConfig(BaseModel):
     copy_head: bool = False
     """A pointer head beside the LM head (``learner.model.copy_head``): inside a value the action is writing, the
     next token may be copied from the user turns read so far (task, tool results, memory hits), mixed with the
-    vocabulary by a learned gate. Off by default. Measured 2026-12-05 on the seed-0 default run's round-0 dataset
-    (value-weighted SFT, 1,200 steps, copy bias 7; 349 teacher-forced dev reference steps, 64 dev + 64 test tasks),
-    plain head: 127 exact steps, 130 wrong values, dev 0.081, test 0.038. Copy head, every earlier turn a source,
-    no gate: 114 exact, 95 wrong values but 90 unparsable steps (the head copied quotes and keys from tool results'
-    JSON and looped), dev 0.087, test 0.075 (seed 1: dev 0.113 -> 0.081, test 0.069 -> 0.125). User turns only:
-    123 exact, 90 wrong values, 83 unparsable, dev 0.087, test 0.056. User turns and the value gate (this head):
-    118 exact, 105 wrong values, 55 unparsable, dev 0.075, test 0.062, training 17% slower. The pointer copies whole
-    phrases right when it lands on them ("what time do I wake up on weekdays") but lands on the wrong passage as
-    often as the plain head picks a wrong word; 1,200 CPU steps do not make it precise."""
+    vocabulary by a learned gate. Off by default. Measured 2026-12-05 on the default runs' round-0 datasets
+    (value-weighted SFT, 1,200 steps, copy bias 7; 349 teacher-forced dev reference steps, 64 dev + 64 test tasks).
+    Plain head, seeds 0 / 1: exact steps 127 / 128, wrong values 130 / 125, unparsable 39 / 41, dev 0.081 / 0.113,
+    test 0.038 / 0.069. This head (user turns, value gate): exact 118 / 115, wrong values 105 / 101, unparsable
+    55 / 71, dev 0.075 / 0.094, test 0.062 / 0.069, training 17% slower. Seed 0 without the gate, every earlier turn
+    a source: 114 exact, 95 wrong values, 90 unparsable (the head copied quotes and keys from tool results' JSON and
+    looped), dev 0.087, test 0.075; user turns only: 123 exact, 90 wrong values, 83 unparsable, dev 0.087, test
+    0.056. The pointer copies whole phrases right when it lands on them ("what time do I wake up on weekdays") but
+    lands on the wrong passage about as often as the plain head picks a wrong word; 1,200 CPU steps do not make it
+    precise."""
     copy_dim: Annotated[int, Field(ge=8)] = 64
     """Width of the copy head's query and key."""
     seed: int = 0
