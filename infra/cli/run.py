@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from infra.loop.config import LoopConfig
 
 console = Console()
 
@@ -27,21 +31,41 @@ InferenceOpt = Annotated[
 ]
 
 
-def _loop_config(path: Path):  # noqa: ANN202 (LoopConfig, imported lazily)
-    """The --config file as a LoopConfig; a malformed or mistyped file is one clear error naming it."""
+def _loop_config(path: Path, base: LoopConfig) -> LoopConfig:
+    """The --config file laid over ``base`` (the profile's config), nested fields one by one: a file that sets only
+    ``{"learner": {"tiny": {"copy_head": true}}}`` keeps every other learner setting of the profile (its SFT steps,
+    self weight...), not the bare ``LearnerConfig`` defaults. A malformed or mistyped file is one clear error naming
+    it."""
     from pydantic import ValidationError
 
     from infra.cli.errors import CliError
     from infra.loop.config import LoopConfig
 
     try:
-        return LoopConfig.model_validate_json(path.read_bytes())
+        overrides = json.loads(path.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"--config {path} is not a valid loop config (file: Invalid JSON: {exc})", "fix the JSON file"
+        ) from None
+    if not isinstance(overrides, dict):
+        raise CliError(f"--config {path} is not a valid loop config (file: not a JSON object)", "fix the JSON file")
+    try:
+        return LoopConfig.model_validate(_laid_over(base.model_dump(mode="json"), overrides))
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}"
             for e in exc.errors(include_input=False, include_url=False)[:3]
         )
         raise CliError(f"--config {path} is not a valid loop config ({problems})", "fix the JSON file") from None
+
+
+def _laid_over(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` applied: objects merge key by key, anything else replaces."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        nested = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _laid_over(merged[key], value) if nested else value
+    return merged
 
 
 def run(
@@ -119,7 +143,14 @@ def run(
     ] = False,
     config: Annotated[
         Path | None,
-        typer.Option(exists=True, dir_okay=False, help="A JSON file of LoopConfig fields (flags override it)."),
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help=(
+                "A JSON file of LoopConfig fields laid over the --profile, nested objects key by key "
+                '(e.g. {"learner": {"tiny": {"copy_head": true}}}); flags override it.'
+            ),
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Where reports go: <out>/<run_id>/ (default runs/).")] = None,
     run_id: Annotated[
@@ -144,7 +175,7 @@ def run(
     from learner.config import for_base_model
     from learner.model.lora import LoraSettings
 
-    base = _loop_config(config) if config else loop_profile(profile)
+    base = _loop_config(config, loop_profile(profile)) if config else loop_profile(profile)
     updates: dict[str, object] = {
         k: v
         for k, v in {

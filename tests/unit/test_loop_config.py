@@ -35,3 +35,27 @@ def test_rl_runs_grpo_alone_and_mixed_runs_continued_sft_before_it():
     assert rl.trainer_learner().rl.sft_steps == 0
     assert mixed.trainer_learner().rl.sft_steps == mixed.learner.continued_sft.max_steps > 0
     assert LoopConfig().round_settings()["algorithm"] == "sft" and LoopConfig().trainer_learner().rl.sft_steps == 0
+
+
+def test_a_config_file_is_laid_over_the_profile_field_by_field(tmp_path):
+    """Setting one nested learner field keeps the profile's other learner settings (its 1,200 cold-start steps and
+    self weight 8), not the bare LearnerConfig defaults; a mistyped nested key is still refused by name."""
+    from infra.cli.errors import CliError
+    from infra.cli.run import _loop_config
+    from infra.loop.config import profile
+
+    path = tmp_path / "loop.json"
+    path.write_text('{"rounds": 2, "learner": {"tiny": {"copy_head": true}, "continued_sft": {"max_steps": 50}}}')
+    base = profile("quick")
+    config = _loop_config(path, base)
+    assert config.rounds == 2 and config.learner.tiny.copy_head and config.learner.continued_sft.max_steps == 50
+    assert config.learner.sft == base.learner.sft and config.learner.self_weight == base.learner.self_weight == 8.0
+    assert config.learner.tiny.hidden_size == base.learner.tiny.hidden_size
+    assert config.learner.continued_sft.learning_rate == base.learner.continued_sft.learning_rate
+    assert config.learner.harness == base.learner.harness
+    path.write_text('{"learner": {"tiny": {"copy_heads": true}}}')
+    with pytest.raises(CliError, match=r"learner\.tiny\.copy_heads"):
+        _loop_config(path, base)
+    path.write_text("[1, 2]")
+    with pytest.raises(CliError, match="not a JSON object"):
+        _loop_config(path, base)
