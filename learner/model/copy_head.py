@@ -101,7 +101,7 @@ class CopyHeadForCausalLM(Qwen3ForCausalLM):
             hidden = hidden[:, -logits_to_keep:]
         batch, length = hidden.shape[:2]
         positions = torch.arange(keys.shape[1] - length, keys.shape[1], device=hidden.device)
-        sources = self.copy_sources(ids, valid, positions) & self.copy_gate_open(ids, positions)[:, :, None]
+        sources = self.copyable(ids, valid, positions)
         logits = self.mixed_logits(
             hidden.reshape(batch * length, -1),
             self.copy_scores(hidden, keys).reshape(batch * length, -1),
@@ -123,13 +123,18 @@ class CopyHeadForCausalLM(Qwen3ForCausalLM):
         queries = hidden[:, :-1]
         rows = keep.nonzero(as_tuple=True)[0]
         positions = torch.arange(queries.shape[1], device=hidden.device)
-        sources = self.copy_sources(ids, valid, positions) & self.copy_gate_open(ids, positions)[:, :, None]
+        sources = self.copyable(ids, valid, positions)
         return self.mixed_logits(queries[keep], self.copy_scores(queries, keys)[keep], ids[rows], sources[keep])
 
     def copy_scores(self, hidden: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """Scaled dot products of the queries of ``hidden`` (batch x T) with ``keys`` (batch x S): batch x T x S."""
         query = self.copy_query(hidden)
         return torch.bmm(query, keys.transpose(1, 2)).float() / math.sqrt(query.shape[-1])
+
+    def copyable(self, ids: torch.Tensor, valid: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """batch x T x S: the positions the query at each of ``positions`` copies from (``copy_sources``), where the
+        gate lets it copy at all (``copy_gate_open``)."""
+        return self.copy_sources(ids, valid, positions) & self.copy_gate_open(ids, positions)[:, :, None]
 
     def copy_sources(self, ids: torch.Tensor, valid: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """batch x T x S: which positions the query at each of ``positions`` may copy from.
