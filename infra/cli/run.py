@@ -171,7 +171,7 @@ def run(
     from infra.loop.config import LoopConfig
     from infra.loop.config import profile as loop_profile
     from infra.loop.run import run_loop
-    from infra.report.write import versus_previous
+    from infra.report.write import learned_from_itself, versus_previous
     from learner.config import for_base_model
     from learner.model.lora import LoraSettings
 
@@ -231,6 +231,12 @@ def run(
         console.print(
             "[bold]each round's model vs the previous round's[/] (same dev tasks and seeds; paired delta [95%] "
             f"won/lost): {'; '.join(paired)}"
+        )
+    learned = [f"round {r.round}: {learned_from_itself(r)}" for r in result.report.rounds if r.admitted_self_templates]
+    if learned:
+        console.print(
+            "[bold]what each round learned from itself[/] (the model's own admitted trajectories by template, with "
+            f"the round's dev solved/tasks of it): {'; '.join(learned)}"
         )
     console.print(f"report: {result.report_html}")
     console.print(

@@ -71,6 +71,10 @@ class RoundRow:
     admitted: int = 0
     admitted_self: int = 0
     """Admitted trajectories the model produced (a scripted policy such as the reference solver excluded)."""
+    admitted_self_templates: dict[str, int] = field(default_factory=dict)
+    """Template id -> ``admitted_self`` trajectories of that template (a generated task under the template it was
+    made from): what the round learned from itself, to read beside ``dev_per_template`` (a template the model solves
+    on train instances but not on dev is evidence that does not transfer yet)."""
     train_examples: int | None = None
     train_examples_self: int | None = None
     """Examples of this round's training set from the model's own episodes (before value-swap copies)."""
@@ -292,7 +296,10 @@ def build_report(
             continue  # dev episodes are judged and curated too, but they are not training data
         elif isinstance(event, TrajectoryAdmitted):
             r.admitted += 1
-            r.admitted_self += not is_scripted(event.provenance.policy_version)
+            if not is_scripted(event.provenance.policy_version):
+                r.admitted_self += 1
+                template = event.provenance.task_source.template_id or event.task_id
+                r.admitted_self_templates[template] = r.admitted_self_templates.get(template, 0) + 1
         elif isinstance(event, TrajectoryRejected):
             r.rejected += 1
         elif isinstance(event, TrajectoryQuarantined):
@@ -348,6 +355,8 @@ def build_report(
         row(number).dev_per_template = templates
     for number, counts in failures.items():
         row(number).failures = dict(sorted(counts.items()))
+    for r in rows.values():
+        r.admitted_self_templates = dict(sorted(r.admitted_self_templates.items()))
     for number, stages in (stage_seconds or {}).items():
         row(number).stage_seconds = dict(stages)
     for number, revisions in revision_rows(events, read_patch).items():

@@ -149,19 +149,39 @@ def _html_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 
 
 def _templates(report: RunReport) -> str:
-    """One row per dev template: its difficulty and, per round, what the round's model solved of its tasks."""
+    """One row per template: its difficulty, per round what the round's model solved of its dev tasks, and per round
+    with any how many of the model's own trajectories of it were admitted (what the round learned from itself)."""
     rounds = [r for r in report.rounds if r.dev_per_template]
-    templates = sorted({t for r in rounds for t in r.dev_per_template})
+    learned = [r for r in report.rounds if r.admitted_self_templates]
+    templates = sorted(
+        {t for r in rounds for t in r.dev_per_template} | {t for r in learned for t in r.admitted_self_templates}
+    )
     if not templates:
         return "<p>none</p>"
-    head = ("template", "difficulty", *(f"round {r.round}" for r in rounds))
+    head = (
+        "template",
+        "difficulty",
+        *(f"round {r.round} dev" for r in rounds),
+        *(f"round {r.round} own admitted" for r in learned),
+    )
     rows = []
     for template in templates:
         cells = [r.dev_per_template.get(template) for r in rounds]
-        difficulty = next(c["difficulty"] for c in cells if c is not None)
+        difficulty = next((c["difficulty"] for c in cells if c is not None), "")
         shown = ["" if c is None else f"{c['solved']}/{c['tasks']}" for c in cells]
-        rows.append((template, difficulty, *shown))
+        own = [r.admitted_self_templates.get(template, "") for r in learned]
+        rows.append((template, difficulty, *shown, *own))
     return _html_table(head, rows)
+
+
+def learned_from_itself(row: RoundRow) -> str:
+    """``mem.wake_alarm 2 (dev 3/3), tu.unread_from 1 (dev 0/2)``: the model's own admitted trajectories of the round
+    by template, each with what the round's model solved of that template on dev (when it was evaluated there)."""
+    parts = []
+    for template, count in row.admitted_self_templates.items():
+        dev = row.dev_per_template.get(template)
+        parts.append(f"{template} {count}" + ("" if dev is None else f" (dev {dev['solved']}/{dev['tasks']})"))
+    return ", ".join(parts)
 
 
 def versus_previous(row: RoundRow) -> str:
@@ -246,7 +266,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}img{{max-width:10
 <ul>{settings}</ul>
 <h2>Per round</h2>{_table(report)}
 <h2>Dev success</h2><img src="dev.png" alt="dev success per round">
-<h2>Dev per template (solved / tasks of each round's model)</h2>{_templates(report)}
+<h2>Per template: each round's dev solved / tasks and its own admitted trajectories</h2>{_templates(report)}
 <h2>Cost per solved task</h2><img src="cost.png" alt="tokens and tool calls per solved task">
 <h2>Curation and failures</h2><img src="curation.png" alt="curation decisions and failure attributions">
 <h2>Harness revisions (paired dev A/B against the parent, same model and tasks)</h2>{_revisions(report)}

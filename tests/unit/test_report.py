@@ -11,6 +11,7 @@ from bus_schemas.envelope import new_event_id
 from bus_schemas.events import CategoryScore
 from bus_schemas.examples import build_examples
 from infra.report import build_report, write_report
+from infra.report.write import learned_from_itself
 
 pytestmark = pytest.mark.unit
 
@@ -96,19 +97,38 @@ def test_rounds_fold_dev_scores_costs_curation_and_failures(tmp_path):
         assert png in html_path.read_text()
 
 
-def test_what_a_round_learned_from_itself_and_the_final_test_figure_are_reported():
-    def admitted(policy: str):
+def test_what_a_round_learned_from_itself_and_the_final_test_figure_are_reported(tmp_path):
+    def admitted(policy: str, template: str):
         base = EX["TrajectoryAdmitted"]
-        return _e("TrajectoryAdmitted", 1, provenance=base.provenance.model_copy(update={"policy_version": policy}))
+        source = base.provenance.task_source.model_copy(update={"template_id": template})
+        provenance = base.provenance.model_copy(update={"policy_version": policy, "task_source": source})
+        return _e("TrajectoryAdmitted", 1, provenance=provenance)
 
     trained = _e("TrainingRunCompleted", 1, metrics={"train_examples": 900.0, "train_examples_self": 40.0})
     per = {c: CategoryScore(success_rate=0.5, tasks=4) for c in ("tool_use", "memory", "skills", "sub_agent")}
     test = _e("DevSetEvaluated", 1, split="test", per_category=per, overall=0.5, model_version="2")
-    events = [_dev(1, 0.6), admitted("planner/1"), admitted("planner/1"), admitted("scripted:reference"), trained, test]
-    [row] = build_report("run-1", events).rounds
-    assert (row.admitted, row.admitted_self, row.train_examples, row.train_examples_self) == (3, 2, 900, 40)
+    events = [
+        _dev(1, 0.6),
+        admitted("planner/1", "tu.set_alarm"),
+        admitted("planner/1", "mem.wake_alarm"),
+        admitted("planner/1", "mem.wake_alarm"),
+        admitted("scripted:reference", "sa.warmest_city"),
+        trained,
+        test,
+    ]
+    report = build_report("run-1", events)
+    [row] = report.rounds
+    assert (row.admitted, row.admitted_self, row.train_examples, row.train_examples_self) == (4, 3, 900, 40)
+    # by template, the reference solver's episode left out, in template order
+    assert list(row.admitted_self_templates.items()) == [("mem.wake_alarm", 2), ("tu.set_alarm", 1)]
     assert row.dev_overall == 0.3 and row.test_overall == 0.5  # the test evaluation does not replace dev
     assert row.test_per_category["memory"] == 0.5 and row.test_model_version.endswith("/2")
+    page = write_report(report, tmp_path / "run-1").read_text()
+    assert "<th>round 1 own admitted</th>" in page
+    assert "<tr><td>mem.wake_alarm</td><td></td><td>2</td></tr>" in page
+    assert "sa.warmest_city" not in page
+    row.dev_per_template = {"tu.set_alarm": {"difficulty": 1, "tasks": 2, "solved": 0}}
+    assert learned_from_itself(row) == "mem.wake_alarm 2, tu.set_alarm 1 (dev 0/2)"
 
 
 def test_each_round_lists_its_revisions_with_their_basis_and_paired_ab(tmp_path):
