@@ -249,6 +249,7 @@ def build_report(
     ended: dict[str, EpisodeEnded] = {}
     verified: dict[str, EpisodeVerified] = {}
     failures: dict[int, Counter[str]] = defaultdict(Counter)
+    own_templates: dict[int, Counter[str]] = defaultdict(Counter)
     dev_episodes: set[str] = set()
     rl_requests: set[str] = set()
 
@@ -298,8 +299,7 @@ def build_report(
             r.admitted += 1
             if not is_scripted(event.provenance.policy_version):
                 r.admitted_self += 1
-                template = event.provenance.task_source.template_id or event.task_id
-                r.admitted_self_templates[template] = r.admitted_self_templates.get(template, 0) + 1
+                own_templates[event.round][event.provenance.task_source.template_id or event.task_id] += 1
         elif isinstance(event, TrajectoryRejected):
             r.rejected += 1
         elif isinstance(event, TrajectoryQuarantined):
@@ -355,8 +355,8 @@ def build_report(
         row(number).dev_per_template = templates
     for number, counts in failures.items():
         row(number).failures = dict(sorted(counts.items()))
-    for r in rows.values():
-        r.admitted_self_templates = dict(sorted(r.admitted_self_templates.items()))
+    for number, counts in own_templates.items():
+        row(number).admitted_self_templates = dict(sorted(counts.items()))
     for number, stages in (stage_seconds or {}).items():
         row(number).stage_seconds = dict(stages)
     for number, revisions in revision_rows(events, read_patch).items():
