@@ -187,7 +187,13 @@ def _weight_collator(pad_token_id: int) -> Any:
 
 
 def sft_arguments(settings: SftSettings, output_dir: Path) -> Any:
-    """trl's SFTConfig with bf16 and gradient checkpointing set explicitly (trl enables both by default)."""
+    """trl's SFTConfig with bf16 and gradient checkpointing set explicitly (trl enables both by default).
+
+    Batches are drawn at random. Tried 2026-12-06: ``train_sampling_strategy="group_by_length"`` (batches of
+    similar length, less padding) on the main job's seed-0 round-0 dataset, 1,200 steps: 367 s instead of 555 s,
+    but the batches of one length are the same kind of step (first steps with first steps), and the model learned
+    far less: final loss 0.28 vs 0.15, 52 vs 121 of 349 teacher-forced dev reference steps exact, dev 0.013 vs
+    0.050, test 0.000 vs 0.038."""
     from trl import SFTConfig
 
     return SFTConfig(

@@ -38,7 +38,7 @@ def test_rl_runs_grpo_alone_and_mixed_runs_continued_sft_before_it():
 
 
 def test_a_config_file_is_laid_over_the_profile_field_by_field(tmp_path):
-    """Setting one nested learner field keeps the profile's other learner settings (its 1,200 cold-start steps and
+    """Setting one nested learner field keeps the profile's other learner settings (its cold-start steps and
     self weight 8), not the bare LearnerConfig defaults; a mistyped nested key is still refused by name."""
     from infra.cli.errors import CliError
     from infra.cli.run import _loop_config
