@@ -53,7 +53,7 @@ def loop_learner() -> LearnerConfig:
 
 class LoopConfig(BaseModel):
     """Defaults are sized for the embedded default on 2 CPU cores: 3 rounds in about 15 minutes (13.7-15.1 min on
-    2026-12-05; training is about 70% of it)."""
+    2026-12-05, 15.4 min on 2026-12-06; training is about 70% of it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -145,12 +145,13 @@ PROFILES = ("quick", "full")
 
 
 def profile(name: str) -> LoopConfig:
-    """``quick`` (the default ``make run``): 3 rounds, about 15 min on 2 quiet cores (15.1 min for seed 0 and 13.7 for
-    seed 1 on 2026-12-05, about 70% of it training); every mechanism runs (rollouts on instances the model was not
-    shown, admission of its own successes, new tasks, revisions); its model solves a few new instances (7 and 10 of
-    64 train tasks in rounds 1 and 2, seed 0), which are admitted and trained on. Scored by a verifier that refuses
-    guessed answers and ids, with the loss weighting values (``SftSettings.value_weight``), dev over all 32
-    templates is 0.081 in each of the three rounds, test 0.081 (seed 0; seed 1: 0.113 -> 0.113 -> 0.050, test 0.069).
+    """``quick`` (the default ``make run``): 3 rounds, about 15 min on 2 quiet cores (15.4 min for seed 0 on 2026-12-06,
+    about 70% of it training; the same machine's speed varied by a quarter between runs that day); every mechanism
+    runs (rollouts on instances the model was not shown, admission of its own successes, new tasks, revisions); its
+    model solves a few new instances (10 and 12 of 64 train tasks in rounds 1 and 2, seed 0), which are admitted and
+    trained on. Scored by a verifier that refuses guessed answers and ids, with the loss weighting values
+    (``SftSettings.value_weight``), dev over all 32 templates went 0.069 -> 0.031 -> 0.069, test 0.081 (seed 0,
+    2026-12-06; seed 1 on 2026-12-05 with a 1,200-step cold start: 0.113 -> 0.113 -> 0.050, test 0.069).
     ``full``: 5 rounds, a larger train pool, more SFT steps and rollouts (about an hour on 2 cores)."""
     if name == "quick":
         return LoopConfig()
