@@ -38,9 +38,8 @@ from learner.care.schedules import SCHEDULE_BY_NAME
 from learner.config import LearnerConfig
 from learner.episodes import run_judged_episode
 from learner.eval import evaluate_dev
-from learner.jobs import current_dataset, rl_harness_version, skills, window
-from learner.model import PlannerPolicy, build_tiny_model, train_tokenizer
-from learner.model.window import turn_corpus
+from learner.jobs import current_dataset, planner_tokenizer, rl_harness_version, skills, window
+from learner.model import PlannerPolicy, build_tiny_model
 from learner.rl import RlSettings, RlState, run_steps
 from learner.rl.services import LocalServices
 from learner.sft import SftSettings, train_sft
@@ -106,7 +105,7 @@ def main() -> None:
         train = tasks("train", range(2, 26))
         passed = seed_demonstrations(ports, train, config, args.detour)
         data = current_dataset(ports, config)
-        tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
+        tokenizer = planner_tokenizer(config, data.examples)
         base = build_tiny_model(tokenizer, config.tiny)
         train_sft(
             base,

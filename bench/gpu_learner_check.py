@@ -34,8 +34,8 @@ def main() -> int:
     from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
     from infra.events import ensure_topics, publish_all
     from learner.config import LearnerConfig
-    from learner.jobs import current_dataset, seed_reference_episodes, train_tasks, window
-    from learner.model import TinyModelConfig, build_tiny_model, load_checkpoint, train_tokenizer
+    from learner.jobs import current_dataset, planner_tokenizer, seed_reference_episodes, train_tasks, window
+    from learner.model import TinyModelConfig, build_tiny_model, load_checkpoint
     from learner.rl import RlSettings, RlState, run_steps
     from learner.rl.loop import PRODUCER
     from learner.rl.services import LocalServices
@@ -54,8 +54,9 @@ def main() -> int:
         data = current_dataset(ports, config)
         if args.base_checkpoint is not None:
             model, tokenizer = load_checkpoint(args.base_checkpoint, device="cuda", dtype=torch.bfloat16)
+            config = config.model_copy(update={"value_slots": False})  # its own tokenizer has no slot tokens
         else:
-            tokenizer = train_tokenizer((e.prompt + e.completion for e in data.examples), config.vocab_size)
+            tokenizer = planner_tokenizer(config, data.examples)
             model = build_tiny_model(tokenizer, config.tiny).to("cuda")
         settings = SftSettings(max_steps=args.steps, batch_size=args.batch, bf16=True, logging_steps=50)
         sft = train_sft(model, tokenizer, data.examples, root / "sft", settings=settings, window=window(config))

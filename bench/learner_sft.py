@@ -28,9 +28,15 @@ from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics
 from learner.config import LearnerConfig
 from learner.dataset.tokenize import tokenize_examples
-from learner.jobs import current_dataset, rl_harness_version, seed_reference_episodes, train_tasks, window
-from learner.model import build_tiny_model, train_tokenizer
-from learner.model.window import turn_corpus
+from learner.jobs import (
+    current_dataset,
+    planner_tokenizer,
+    rl_harness_version,
+    seed_reference_episodes,
+    train_tasks,
+    window,
+)
+from learner.model import build_tiny_model
 from learner.rl.loop import RlState, run_steps
 from learner.rl.services import LocalServices
 from learner.sft import SftSettings, train_sft
@@ -84,7 +90,7 @@ def main() -> None:
         ensure_topics(ports.bus)
         seed_reference_episodes(ports, config, run_id="bench")
         data = current_dataset(ports, config)
-        tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
+        tokenizer = planner_tokenizer(config, data.examples)
         settings = SftSettings(max_steps=args.steps, batch_size=args.batch, logging_steps=args.steps)
 
         tokenized = tokenize_examples(tokenizer, window(config), data.examples)

@@ -74,9 +74,12 @@ class LearnerConfig(BaseModel):
     max_prompt_tokens: Annotated[int, Field(ge=32)] = 448
     max_new_tokens: Annotated[int, Field(ge=8)] = 96
     """64 cut the longest reference actions (e.g. ``clock.set_alarm`` with a list of days) before ``</action>``."""
-    copy_bias: Annotated[float, Field(ge=0.0)] = 7.0
+    copy_bias: Annotated[float, Field(ge=0.0)] = 0.0
     """Decoding: logit bonus for tokens that continue a passage of the prompt inside a tool call's string argument
-    (``learner.model.copy_bias``), saved with the checkpoint's window. Measured on one cold-start checkpoint (288
+    (``learner.model.copy_bias``), saved with the checkpoint's window. 0 since the model writes copied values as
+    value slots (``value_slots``): with slots, bias 7 gave 197 exact dev reference steps, dev 0.188, test 0.200, and
+    bias 0 205, 0.206, 0.225 (the same checkpoint, 2026-12-06); 7 is the best bias without slots.
+    Measured on one cold-start checkpoint (288
     demos, 1,200 steps, actions in the documented field order) over the 324 reference steps of the dev split
     (teacher-forced) and the 64 dev tasks: bias 0: 98 exact steps (keys sorted), 2.5: 114 exact, dev 0.000;
     5: 125, 0.087; 7: 125, 0.119; 10: 118, 0.144; 15: 118, 0.094. Above ~7 the bias copies passages past
@@ -96,6 +99,11 @@ class LearnerConfig(BaseModel):
     value and its closing quote. Greedy with this bias wrote 183 right; the highest total log-prob picked 84 (short
     passages win), the highest mean per token 142 (25 fixed, 66 broken). The likelihood does not single out the
     goal's entity either."""
+    value_slots: bool = True
+    """Candidate values of the prompt get slot tokens and the model writes a value it copies as its slot
+    (``learner.model.value_slots``, measured there: on the main job's seed-0 round-0 dataset 205 vs 121 exact dev
+    reference steps, dev 0.206 vs 0.050, test 0.225 vs 0.038), saved with the checkpoint's window; the tokenizer
+    gets the slot tokens (``learner.jobs.planner_tokenizer``). The tiny model's ChatML only."""
     constrained_actions: bool = False
     """Greedy decoding keeps each action valid for the step's tools (``learner.model.constrained``), saved with the
     checkpoint's window. Off by default: on the same checkpoints of two main-job runs (seeds 1 and 2, 2026-12-03),
@@ -157,8 +165,8 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
     (not the tiny model's compact profile) with native function calls as the action syntax (the demonstrations
     write ``<tool_call>`` blocks, the format such a checkpoint's template was made for), prompts rendered with the
     checkpoint's own chat template and the step's tools in its own tool format (``native_tools``) in a
-    4,096-token window, no copy bias, an unweighted loss (``value_weight`` was measured on the tiny model only),
-    and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
+    4,096-token window, no copy bias or value slots, an unweighted loss (``value_weight`` was measured on the tiny
+    model only), and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
     rate = 1e-5 if lora is None else 2e-4
     return config.model_copy(
         update={
@@ -172,6 +180,7 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
             "goal_tokens": 0,
             "system_tokens": 0,
             "copy_bias": 0.0,
+            "value_slots": False,
             "sft": config.sft.model_copy(update={"learning_rate": rate, "value_weight": 1.0}),
             "continued_sft": config.continued_sft.model_copy(update={"learning_rate": rate, "value_weight": 1.0}),
             "rl": config.rl.model_copy(update={"learning_rate": rate / 10 if lora is None else rate / 4}),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from learner.model.factory import build_tiny_model, load_checkpoint, save_checkp
 from learner.model.lora import with_lora
 from learner.model.policy import PlannerPolicy
 from learner.model.tokenizer import train_tokenizer
+from learner.model.value_slots import SLOT_TOKENS
 from learner.model.window import PromptWindow, turn_corpus
 from learner.registry import ARTIFACT_PATH, PRODUCER, Lineage, promote_if_better, register_checkpoint
 from learner.rl.frontier import frontier
@@ -80,6 +81,7 @@ def window(config: LearnerConfig) -> PromptWindow:
         constrained_actions=config.constrained_actions,
         chat_template=config.chat_template,
         native_tools=config.native_tools,
+        value_slots=config.value_slots,
     )
 
 
@@ -148,10 +150,17 @@ def _fresh_model(config: LearnerConfig, data: DatasetBuild) -> tuple[Any, Any, P
                 "a base model is prompted with its own template"
             )
         return model, tokenizer, window(config)
-    tokenizer = train_tokenizer(
-        turn_corpus(e.prompt + e.completion for e in _training_rows(config, data)), config.vocab_size
-    )
+    tokenizer = planner_tokenizer(config, _training_rows(config, data))
     return build_tiny_model(tokenizer, config.tiny), tokenizer, window(config)
+
+
+def planner_tokenizer(config: LearnerConfig, examples: Iterable[Example]) -> Any:
+    """The tiny model's BPE, trained on the examples' turns, with the value slot tokens when ``value_slots``."""
+    return train_tokenizer(
+        turn_corpus(e.prompt + e.completion for e in examples),
+        config.vocab_size,
+        SLOT_TOKENS if config.value_slots else (),
+    )
 
 
 def _continued_model(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, PromptWindow]:

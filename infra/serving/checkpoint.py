@@ -56,12 +56,20 @@ class ServableVersion:
 def prepare_version(registry: Registry, ref: VersionRef, cache_root: Path) -> ServableVersion:
     """Download ``ref``'s checkpoint to ``cache_root/<name>/<version>`` (once; a crash leaves no half copy), give it
     the harness's chat template and check that it renders what the harness renders. A version whose prompt window
-    uses the tokenizer's own chat template (trained from ``--base-model``) is served with that template."""
+    uses the tokenizer's own chat template (trained from ``--base-model``) is served with that template; one that
+    writes value slots (``learner.model.value_slots``) is refused: a server cannot write its slots back."""
     folder = cache_root / ref.name / ref.version
     if not (folder / "config.json").is_file():
         _download(registry, ref, folder)
     sha256 = ref.tags.get("checkpoint_sha256") or hashlib.sha256(checkpoint_tar(folder)).hexdigest()
-    if not PromptWindow.load(folder).chat_template:  # a --base-model version keeps (and was trained with) its own
+    window = PromptWindow.load(folder)
+    if window.value_slots:
+        raise TemplateMismatch(
+            f"{ref.name}/{ref.version} writes copied values as slot tokens (value_slots) that only the in-process "
+            "planner writes back (flywheel run/eval, local: policies); an OpenAI-compatible server would return them "
+            'as empty values. Train a version to serve with --config {"learner": {"value_slots": false}}.'
+        )
+    if not window.chat_template:  # a --base-model version keeps (and was trained with) its own
         apply_chat_template(folder)
     return ServableVersion(ref, folder, sha256)
 

@@ -31,6 +31,7 @@ def tokenize_example(
     prompt.
     """
     prompt_ids = window.prompt_ids(tokenizer, prompt, tools)
+    completion = window.written(prompt, completion)
     if completion_ids is None:
         completion_ids = window.completion_ids(tokenizer, completion)
     row: dict[str, Any] = {

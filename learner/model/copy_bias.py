@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 _OPEN_VALUE = re.compile(r'":\s*"((?:[^"\\]|\\.)*)$')
@@ -49,15 +50,17 @@ class CopyBias:
             for i in ids
         )
 
-    def prompt(self, prompt_ids: list[int]) -> PromptCopy:
-        """The bias for one prompt (what the window kept of it, as the model sees it)."""
-        return PromptCopy(self, self.tokenizer.decode(prompt_ids, skip_special_tokens=True))
+    def prompt(self, prompt_ids: list[int], slots: Sequence[int] = ()) -> PromptCopy:
+        """The bias for one prompt (what the window kept of it, as the model sees it); ``slots``: the value slot
+        tokens it holds (``learner.model.value_slots``), favoured where a value begins, as a passage's start is."""
+        return PromptCopy(self, self.tokenizer.decode(prompt_ids, skip_special_tokens=True), slots)
 
 
 class PromptCopy:
-    def __init__(self, bias: CopyBias, text: str) -> None:
+    def __init__(self, bias: CopyBias, text: str, slots: Sequence[int] = ()) -> None:
         self.bias = bias
         self.text = text
+        self.slots = list(slots)
         self._starts = [i for i, ch in enumerate(text) if ch.isalnum() and (i == 0 or not text[i - 1].isalnum())]
 
     def favoured(self, generated: str) -> list[int]:
@@ -76,9 +79,9 @@ class PromptCopy:
         text, longest = self.text, self.bias._longest
         starts = self._starts if not value else [i for i in self._starts if text.startswith(value, i)]
         ends = [i + len(value) for i in starts]
+        ids: set[int] = set() if value else set(self.slots)
         if not ends:
-            return []
-        ids: set[int] = set()
+            return sorted(ids)
         for end in ends:
             for size in range(1, min(longest, len(text) - end) + 1):
                 ids.update(self.bias._by_piece.get(text[end : end + size], ()))

@@ -12,7 +12,7 @@ from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput, SampledTokens
 from learner.model.constrained import ActionConstraint, extra_alphabet
 from learner.model.copy_bias import CopyBias
-from learner.model.window import PromptWindow
+from learner.model.window import PromptWindow, slot_ids
 from producers.backends.base import ToolSpec
 
 __all__ = ["PlannerPolicy", "PromptWindow", "sample_key"]
@@ -123,7 +123,7 @@ class PlannerPolicy:
         finally:
             torch.set_num_threads(threads)
         new = generated[:-1] if generated and generated[-1] == end else generated
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        text = self.window.output_text(self.tokenizer, rendered, new)
         if self.sampled is not None:
             self.sampled[sample_key(rendered, text)] = generated
         behaviour = SampledTokens(tuple(ids), tuple(generated), tuple(logprobs), self.temperature)
@@ -145,13 +145,16 @@ class PlannerPolicy:
         past = None
         inputs = prompt
         copy = None
+        slots = self.window.value_slots
         if self._copy_bias is not None:
-            copy = self._copy_bias.prompt(prompt_ids if prompt_ids is not None else prompt[0].tolist())
+            ids = prompt_ids if prompt_ids is not None else prompt[0].tolist()
+            copy = self._copy_bias.prompt(ids, sorted(set(ids) & set(slot_ids(self.tokenizer))) if slots else ())
         for _ in range(self.window.max_new_tokens):
             result = self.network(input_ids=inputs, past_key_values=past, use_cache=True)
             past = result.past_key_values
             logits = result.logits[0, -1].float()
-            if copy is not None and (favoured := copy.favoured(self.tokenizer.decode(out, skip_special_tokens=True))):
+            so_far = self.tokenizer.decode(out, skip_special_tokens=not slots)  # a slot written shows as its token
+            if copy is not None and (favoured := copy.favoured(so_far)):
                 logits[favoured] += copy.bias.bonus
             scaled = torch.log_softmax(logits / self.temperature if self.temperature > 0 else logits, dim=-1)
             if self.temperature > 0:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -15,8 +15,11 @@ CHAT_TEMPLATE = (
 """ChatML, byte-identical to ``harness_service.context.messages.render_messages``."""
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE on ``texts``; deterministic for the same corpus and size."""
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int = 2048, extra_special: Sequence[str] = ()
+) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE on ``texts``; deterministic for the same corpus and size. ``extra_special``: more
+    special tokens, each one id (the value slots of ``learner.model.value_slots``)."""
     core = Tokenizer(models.BPE())
     # one token per digit (as Qwen does): times, dates and amounts are copied digit by digit, which a tiny
     # model learns far sooner than copying hundreds of merged number tokens
@@ -26,13 +29,18 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> PreTrainedT
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[PAD, IM_START, IM_END],
+        special_tokens=[PAD, IM_START, IM_END, *extra_special],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     core.train_from_iterator(texts, trainer=trainer)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token=None, eos_token=IM_END, pad_token=PAD, unk_token=None
+        tokenizer_object=core,
+        bos_token=None,
+        eos_token=IM_END,
+        pad_token=PAD,
+        unk_token=None,
+        additional_special_tokens=list(extra_special),
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_service.context.messages import parse_messages
+from learner.model.value_slots import SLOT_TOKENS, SlotTable
 
 ASSISTANT_PREFIX = "<|im_start|>assistant\n"
 END = "<|im_end|>"
@@ -70,6 +71,10 @@ class PromptWindow:
     end-of-turn token. Too long a prompt drops whole turns after the task turn, oldest first (the system turn and
     the task always stay), then keeps the newest ``max_prompt_tokens``; ``goal_tokens``/``system_tokens`` apply to
     ChatML only. Training and decoding both go through ``prompt_ids``/``completion_ids``, so they stay identical."""
+    value_slots: bool = False
+    """Candidate values in the prompt's user turns are followed by slot tokens, and an output's values that are
+    candidates are written as their slot (``learner.model.value_slots``); decoding writes the values back. ChatML
+    only; the tokenizer needs the slot tokens (``SLOT_TOKENS``)."""
     native_tools: bool = False
     """With ``chat_template``: the step's tools also go to the template's ``tools`` (OpenAI function schemas, as
     ``actions.native.function_tools`` gives them), rendered in the checkpoint's own tool format - what an
@@ -90,6 +95,8 @@ class PromptWindow:
             raise ValueError("goal_tokens/system_tokens cut ChatML turns: set both to 0 with chat_template")
         if self.native_tools and not self.chat_template:
             raise ValueError("native_tools renders tools with the tokenizer's chat template: set chat_template")
+        if self.value_slots and (self.chat_template or self.constrained_actions):
+            raise ValueError("value_slots marks the tiny model's ChatML and writes slots the action schema forbids")
 
     def save(self, checkpoint: Path) -> None:
         """Stored beside the weights, so any loader serves the model with the window it was trained with."""
@@ -105,6 +112,10 @@ class PromptWindow:
         if self.chat_template:
             functions = list(tools) if self.native_tools else []
             return _templated_prompt(tokenizer, messages_text, self.max_prompt_tokens, functions)
+        if self.value_slots:
+            if not slot_ids(tokenizer):
+                raise ValueError("value_slots needs a tokenizer with the slot tokens (train_tokenizer's extra_special)")
+            messages_text = SlotTable.of(messages_text).mark(messages_text)
         if self.goal_tokens == 0:
             ids = _encode(tokenizer, messages_text + ASSISTANT_PREFIX)
             return ids[-self.max_prompt_tokens :]
@@ -118,7 +129,28 @@ class PromptWindow:
             head = (_encode(tokenizer, system)[: self.system_tokens] if system else []) + head
         return head + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_PREFIX], self.max_prompt_tokens - len(head))
 
+    def written(self, messages_text: str, completion: str) -> str:
+        """``completion`` (an action the harness rendered after ``messages_text``) as the model writes it: with
+        ``value_slots``, its values that are candidates of the prompt as slot tokens; otherwise unchanged."""
+        return SlotTable.of(messages_text).delexicalise(completion) if self.value_slots else completion
+
+    def output_text(self, tokenizer: Any, messages_text: str, ids: Sequence[int]) -> str:
+        """The text of the model's output ``ids`` (the end-of-turn token left out) for the harness: special tokens
+        dropped, and with ``value_slots`` each slot token replaced by the value it names in ``messages_text``."""
+        if not self.value_slots:
+            return str(tokenizer.decode(list(ids), skip_special_tokens=True))
+        slots = slot_ids(tokenizer)
+        pieces: list[str] = []
+        start = 0
+        for index, token in enumerate(ids):
+            if token in slots:
+                pieces += [tokenizer.decode(list(ids[start:index]), skip_special_tokens=True), slots[token]]
+                start = index + 1
+        pieces.append(tokenizer.decode(list(ids[start:]), skip_special_tokens=True))
+        return SlotTable.of(messages_text).expand("".join(pieces))
+
     def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
+        """The ids of an output as the model writes it (``written``), with the end of the turn."""
         if self.chat_template:
             return [*_encode(tokenizer, completion), self.end_id(tokenizer)]
         return _encode(tokenizer, completion + END)
@@ -126,6 +158,13 @@ class PromptWindow:
     def end_id(self, tokenizer: Any) -> int:
         """The token that ends a model turn: decoding stops on it and every completion is trained to end with it."""
         return end_of_turn(tokenizer) if self.chat_template else int(tokenizer.convert_tokens_to_ids(END))
+
+
+def slot_ids(tokenizer: Any) -> dict[int, str]:
+    """Token id -> text of the value slot tokens the tokenizer has."""
+    ids = tokenizer.convert_tokens_to_ids(list(SLOT_TOKENS))
+    unknown = tokenizer.unk_token_id
+    return {int(i): token for i, token in zip(ids, SLOT_TOKENS, strict=True) if i is not None and i != unknown}
 
 
 def end_of_turn(tokenizer: Any) -> int:

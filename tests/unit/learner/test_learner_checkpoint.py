@@ -32,9 +32,8 @@ from infra.events import ensure_topics
 from learner.config import LearnerConfig
 from learner.dataset.coldstart import seed_cold_start
 from learner.eval import evaluate_dev
-from learner.jobs import current_dataset, skills, window
-from learner.model import PlannerPolicy, build_tiny_model, train_tokenizer
-from learner.model.window import turn_corpus
+from learner.jobs import current_dataset, planner_tokenizer, skills, window
+from learner.model import PlannerPolicy, build_tiny_model
 from learner.sft import SftSettings, train_sft
 from learner.tasks import template_tasks
 
@@ -46,7 +45,8 @@ SFT = SftSettings(max_steps=150, batch_size=16, learning_rate=3e-3, logging_step
 P = Producer(service="test", version="0")
 THINK_FIRST = (
     "Before any action, think about every tool the phone offers and list the apps you would open, "
-    "in which order, and why."
+    "in which order, and why.",
+    "Then think again about each app: what it holds, what it changes, what could go wrong, and which memories matter.",
 )
 
 
@@ -84,7 +84,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
     assert config.system_tokens > 0 and config.harness.compact is not None  # the window keeps the system turn
     seed_cold_start(ports, tasks("train", range(2, 14)), config.harness, skills(), run_id="run-channel")
     data = current_dataset(ports, config)
-    tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
+    tokenizer = planner_tokenizer(config, data.examples)
     model = build_tiny_model(tokenizer, config.tiny)
     dev = tasks("train", range(40, 41))
     # a random-init model writes to the token limit on every step: a sixth of the tasks (both templates) shows it
@@ -139,12 +139,13 @@ def test_sft_from_random_init_lifts_held_out_dev_success(checkpoint, parent):
 def test_a_harmful_system_turn_edit_changes_dev_behaviour_beyond_the_uncertainty_and_is_not_promoted(
     checkpoint, parent
 ):
-    """An instruction line the model never trained with: the compact system turn (instructions, then the step's
-    tools) shifts and reaches the model changed. Measured on this checkpoint: 8 of 36 dev tasks lost, none won,
-    delta -0.111 [-0.181, -0.042]. (On the earlier 300-step checkpoint, dropping the tool list, ``tool_top_k=0``,
-    lost only 2: for these two templates the goal names the tool.)"""
+    """Two instruction lines the model never trained with: the compact system turn (instructions, then the step's
+    tools) shifts and reaches the model changed. Before value slots one line lost 8 of 36 dev tasks of this
+    checkpoint, none won, delta -0.111 [-0.181, -0.042]; with slots (2026-12-06) one line lost 2, delta -0.028
+    [-0.069, +0.000], within the noise, so the edit is now two lines. (On the earlier 300-step checkpoint,
+    dropping the tool list, ``tool_top_k=0``, lost only 2: for these two templates the goal names the tool.)"""
     base = checkpoint.config.harness
-    harmful = apply(base, AddInstruction(text=THINK_FIRST))
+    harmful = apply(apply(base, AddInstruction(text=THINK_FIRST[0])), AddInstruction(text=THINK_FIRST[1]))
     revision = evaluate(checkpoint, harmful)
     paired = ab(checkpoint, parent, revision)
     assert paired.losses >= 0.15 * paired.tasks and paired.wins < paired.losses

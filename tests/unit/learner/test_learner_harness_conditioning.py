@@ -22,6 +22,7 @@ from learner.config import LearnerConfig
 from learner.episodes import run_judged_episode
 from learner.jobs import skills, window
 from learner.model import train_tokenizer
+from learner.model.value_slots import SLOT_TOKENS
 from learner.model.window import turn_corpus
 from learner.tasks import template_tasks
 from producers.backends.sandbox.backend import SandboxBackend
@@ -67,7 +68,7 @@ def tasks() -> dict[str, TaskSpecified]:
 def tokenizer(tasks: dict[str, TaskSpecified]):
     config = LearnerConfig().harness
     texts = [p for t in tasks.values() for p in prompts(t, config)]
-    return train_tokenizer(list(turn_corpus(texts)), vocab_size=512)
+    return train_tokenizer(list(turn_corpus(texts)), vocab_size=512, extra_special=SLOT_TOKENS)  # the default window
 
 
 def conditioned(

@@ -19,10 +19,9 @@ from infra.events import decodable, publish_all
 from infra.runtime import ConsumerRunner
 from learner.config import LearnerConfig
 from learner.dataset.coldstart import seed_cold_start
-from learner.jobs import current_dataset, skills
-from learner.model import PromptWindow, build_tiny_model, train_tokenizer
+from learner.jobs import current_dataset, planner_tokenizer, skills
+from learner.model import PromptWindow, build_tiny_model
 from learner.model.policy import PlannerPolicy
-from learner.model.window import turn_corpus
 from learner.rl import RlSettings, RlState, run_steps
 from learner.rl.batch import TokenSample
 from learner.rl.update import grpo_update
@@ -41,7 +40,7 @@ def _tiny(ports: Ports, config: LearnerConfig):  # noqa: ANN202
     pool = template_tasks(RUN, range(2), "train", lambda t: t.id == "tu.set_alarm")
     seed_cold_start(ports, pool, config.harness, skills(), run_id=RUN)
     data = current_dataset(ports, config)
-    tokenizer = train_tokenizer(turn_corpus(e.prompt + e.completion for e in data.examples), config.vocab_size)
+    tokenizer = planner_tokenizer(config, data.examples)
     return (
         pool,
         build_tiny_model(tokenizer, config.tiny.model_copy(update={"hidden_size": 32, "intermediate_size": 64})),

@@ -17,11 +17,17 @@ from infra.bootstrap import open_bus, open_registry
 from infra.cli.main import app
 from infra.events import ensure_topics, from_record, publish
 from infra.registry.port import Registry
-from infra.serving.checkpoint import ServableVersion, TemplateMismatch, apply_chat_template, check_chat_template
+from infra.serving.checkpoint import (
+    ServableVersion,
+    TemplateMismatch,
+    apply_chat_template,
+    check_chat_template,
+    prepare_version,
+)
 from infra.serving.engines import EngineUnavailable, check_engine, transformers_command, vllm_command
 from infra.serving.process import EngineFailed
 from infra.serving.server import ModelServer, ServeOptions, ServeTarget
-from learner.model import train_tokenizer
+from learner.model import PromptWindow, train_tokenizer
 
 pytestmark = pytest.mark.unit
 QWEN_LIKE = (
@@ -151,6 +157,19 @@ def test_following_an_alias_serves_each_new_version_once_and_announces_it(
         ("2", "1", "production", "planner/2"),
     ]
     assert (second.checkpoint_sha256, second.endpoint, second.engine) == ("b" * 64, options.endpoint, "transformers")
+
+
+def test_a_version_that_writes_value_slots_is_refused_with_the_way_out(tmp_path: Path, registry: Registry) -> None:
+    checkpoint = _tokenizer_dir(tmp_path / "ckpt")
+    PromptWindow(goal_tokens=32, value_slots=True).save(checkpoint)
+    _register(registry, checkpoint, "a" * 64)
+    ref = registry.resolve("planner@production")
+    with pytest.raises(TemplateMismatch, match='"value_slots": false'):
+        prepare_version(registry, ref, tmp_path / "served")
+    PromptWindow(goal_tokens=32).save(checkpoint)
+    _register(registry, checkpoint, "b" * 64)
+    served = prepare_version(registry, registry.resolve("planner@production"), tmp_path / "served")
+    check_chat_template(served.folder)
 
 
 class _RunningEngine:

@@ -1,0 +1,154 @@
+"""Value slots: candidate values of the prompt get slot tokens, the model writes a copied value as its slot, and the
+decoder writes the value back; training and decoding see the same tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from harness_service.context.messages import ChatMessage, render_messages
+from learner.dataset.tokenize import tokenize_example
+from learner.model import train_tokenizer
+from learner.model.copy_bias import CopyBias
+from learner.model.policy import PlannerPolicy
+from learner.model.value_slots import SLOT_TOKENS, SlotTable
+from learner.model.window import END, PromptWindow, slot_ids, turn_corpus
+
+pytestmark = pytest.mark.unit
+
+SYSTEM = "You operate a user's phone apps through tools. Use Contacts wisely.\n- contacts.search_contacts(query)"
+GOAL = "# Task\nPay Nora Chen back the $12 for lunch on 2026-03-04 at 12:30; her number is +1-555-6139."
+CALL = '<action>{"kind":"tool_call","name":"contacts.search_contacts","args":{"query":"Nora Chen"}}</action>'
+RESULT = 'Observation (step 1):\n{"result":[{"id":"c_14","name":"Nora Chen","phone":"+1-555-6139"}]}'
+PAY = (
+    '<action>{"kind":"tool_call","name":"payments.send","args":{"amount":12,"contact_id":"c_14","note":"lunch"}}'
+    "</action>"
+)
+WINDOW = PromptWindow(max_prompt_tokens=256, max_new_tokens=48, goal_tokens=96, system_tokens=48, value_slots=True)
+
+
+def conversation(goal: str = GOAL) -> str:
+    return render_messages(
+        [
+            ChatMessage(role="system", content=SYSTEM),
+            ChatMessage(role="user", content=goal),
+            ChatMessage(role="assistant", content=CALL),
+            ChatMessage(role="user", content=RESULT),
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_tokenizer(list(turn_corpus([conversation() + PAY] * 3)), vocab_size=400, extra_special=SLOT_TOKENS)
+
+
+def test_candidates_of_user_turns_get_one_slot_per_value_and_system_text_gets_none() -> None:
+    text = conversation()
+    table = SlotTable.of(text)
+    values = set(table.slots.values())
+    assert {"Nora Chen", "2026-03-04", "12:30", "+1-555-6139", "c_14"} <= values
+    assert "Contacts" not in values and "Pay" not in values  # the system turn; a sentence's first word
+    marked = table.mark(text)
+    slot = next(token for token, value in table.slots.items() if value == "Nora Chen")
+    assert marked.count(f"Nora Chen{slot}") == 2  # the task and the tool result: the same value, the same slot
+    assert f'"query":"{slot}"' in marked  # the earlier action, as the model wrote it
+    assert marked.startswith(text[: text.index("<|im_start|>user")])  # the system turn is untouched
+
+
+def test_an_action_writes_candidate_values_as_slots_and_keeps_names_kinds_and_numbers() -> None:
+    text = conversation()
+    table = SlotTable.of(text)
+    written = table.delexicalise(PAY)
+    contact = next(token for token, value in table.slots.items() if value == "c_14")
+    assert written == PAY.replace('"c_14"', f'"{contact}"')  # "lunch" is no candidate, 12 is a number
+    named = '<action>{"kind":"tool_call","name":"music.create_playlist","args":{"name":"Nora Chen"}}</action>'
+    assert '"name":"music.create_playlist"' in table.delexicalise(named)
+    assert '"args":{"name":"<|v' in table.delexicalise(named)  # an argument called "name" is a value
+    assert table.expand(written) == PAY
+    assert SlotTable.of("").expand('{"query":"<|v5|>"}') == '{"query":""}'  # a slot the prompt has not: nothing
+
+
+def test_slots_follow_the_order_values_first_appear_so_a_templates_wording_keeps_its_slots() -> None:
+    names = ("Ada Lee", "Bo Kim", "Cy Moe")
+    tables = [SlotTable.of(conversation(GOAL.replace("Nora Chen", name))) for name in names]
+    slots_of_the_name = {next(t for t, v in table.slots.items() if v in names) for table in tables}
+    assert slots_of_the_name == {SLOT_TOKENS[1]}  # "Pay Ada Lee" is the first candidate, "Ada Lee" the second
+    assert SlotTable.of(conversation()) == SlotTable.of(conversation())  # deterministic: train and serve agree
+
+
+def test_past_the_slot_count_slots_are_reused_and_name_their_newest_value() -> None:
+    goal = "# Task\nvisit " + ", ".join(f"Town{k:03d}" for k in range(len(SLOT_TOKENS) + 2))
+    table = SlotTable.of(conversation(goal))
+    assert table.slots[SLOT_TOKENS[0]] == f"Town{len(SLOT_TOKENS):03d}"
+    assert table.delexicalise('{"args":{"city":"Town000"}}') == '{"args":{"city":"Town000"}}'  # its slot moved on
+    assert table.delexicalise('{"args":{"city":"Town005"}}') == '{"args":{"city":"<|v5|>"}}'
+
+
+def test_training_and_decoding_round_trip_through_the_same_tokens(tokenizer) -> None:
+    text = conversation()
+    row = tokenize_example(tokenizer, WINDOW, text, PAY, value_weight=4.0)
+    slots = slot_ids(tokenizer)
+    assert len(slots) == len(SLOT_TOKENS)
+    prompt_length = row["completion_mask"].index(1)
+    completion = row["input_ids"][prompt_length:]
+    assert sum(token in slots for token in completion) == 1  # c_14, one token
+    assert any(token in slots for token in row["input_ids"][:prompt_length])
+    assert row["input_ids"][:prompt_length] == WINDOW.prompt_ids(tokenizer, text)
+    assert WINDOW.output_text(tokenizer, text, completion[:-1]) == PAY
+    weighted = [w for w, token in zip(row["loss_weight"][prompt_length:], completion, strict=True) if token in slots]
+    assert weighted == [4.0]  # the slot is the value's token
+
+
+def test_value_slots_refuse_a_chat_template_or_the_action_schema() -> None:
+    with pytest.raises(ValueError, match="value_slots"):
+        dataclasses.replace(WINDOW, goal_tokens=0, system_tokens=0, chat_template=True)
+    with pytest.raises(ValueError, match="value_slots"):
+        dataclasses.replace(WINDOW, constrained_actions=True)
+
+
+def test_the_copy_bias_favours_the_prompts_slots_where_a_value_begins(tokenizer) -> None:
+    prompt = WINDOW.prompt_ids(tokenizer, conversation())
+    present = sorted(set(prompt) & set(slot_ids(tokenizer)))
+    copy = CopyBias(tokenizer, 7.0).prompt(prompt, present)
+    begin = copy.favoured('<action>{"kind":"tool_call","name":"payments.send","args":{"contact_id":"')
+    assert set(present) <= set(begin)
+    written = copy.favoured('<action>{"kind":"tool_call","name":"payments.send","args":{"contact_id":"<|v3|>')
+    assert not set(present) & set(written)  # after a slot, nothing pushes the value on
+
+
+class _SlotWriter:
+    """A network that writes, token by token, the completion it was built with."""
+
+    device = torch.device("cpu")
+
+    def __init__(self, plan: list[int], prompt_length: int, vocab: int) -> None:
+        self.plan, self.prompt_length, self.vocab = plan, prompt_length, vocab
+
+    def eval(self) -> None:
+        return None
+
+    def __call__(self, input_ids, past_key_values=None, use_cache=True):  # noqa: ANN001
+        seen = (past_key_values or []) + input_ids[0].tolist()
+        logits = torch.zeros(1, 1, self.vocab)
+        logits[0, -1, self.plan[len(seen) - self.prompt_length]] = 10.0
+        return SimpleNamespace(logits=logits, past_key_values=seen)
+
+
+def test_the_policy_writes_the_slot_back_as_the_value_the_harness_showed(tokenizer) -> None:
+    text = conversation()
+    messages = [
+        ChatMessage(role="system", content=SYSTEM),
+        ChatMessage(role="user", content=GOAL),
+        ChatMessage(role="assistant", content=CALL),
+        ChatMessage(role="user", content=RESULT),
+    ]
+    plan = WINDOW.completion_ids(tokenizer, WINDOW.written(text, PAY))
+    assert plan[-1] == tokenizer.convert_tokens_to_ids(END)
+    network = _SlotWriter(plan, len(WINDOW.prompt_ids(tokenizer, text)), len(tokenizer))
+    out = PlannerPolicy(network, tokenizer, name="slots", window=WINDOW).generate(messages)
+    assert out.text == PAY
+    assert out.sampled is not None and list(out.sampled.completion_ids) == plan  # RL trains on the slot tokens
