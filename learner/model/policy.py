@@ -153,9 +153,10 @@ class PlannerPolicy:
             result = self.network(input_ids=inputs, past_key_values=past, use_cache=True)
             past = result.past_key_values
             logits = result.logits[0, -1].float()
-            so_far = self.tokenizer.decode(out, skip_special_tokens=not slots)  # a slot written shows as its token
-            if copy is not None and (favoured := copy.favoured(so_far)):
-                logits[favoured] += copy.bias.bonus
+            if copy is not None:
+                so_far = self.tokenizer.decode(out, skip_special_tokens=not slots)  # a written slot shows as its token
+                if favoured := copy.favoured(so_far):
+                    logits[favoured] += copy.bias.bonus
             scaled = torch.log_softmax(logits / self.temperature if self.temperature > 0 else logits, dim=-1)
             if self.temperature > 0:
                 token = int(torch.multinomial(scaled.exp().cpu(), 1, generator=self._generator).item())
