@@ -4,12 +4,12 @@ The tiny model chooses the right tool far more often than the right value; most 
 that *was* in its window, spelled wrong or replaced by one memorised from the train pools (``bench/step_accuracy.py``).
 Spelling a value is many choices, and the first of them is made among look-alike capitals. With value slots, every
 candidate value in the user turns (the task, tool results, memory hits) is followed by a slot token ``<|vK|>``
-naming it, and an action's string value that equals one is written as that single token: choosing ``<|v1|>``, the
+naming it, and an action's string value that equals one is written as that single token: choosing ``<|v0|>``, the
 token right after "Berlin" in the prompt, is one choice, and the decoder writes "Berlin" back (``SlotTable.expand``).
 
 Slots are numbered in the order the values first appear in the conversation, so the same part of a task's wording
-gets the same slot in every instance of its template ("Book me 1 night(s) in Berlin<|v1|> from
-2026-03-06<|v2|>"): the model learns which slot an argument takes and writes the right value for names it never
+gets the same slot in every instance of its template ("Book me 1 night(s) in Berlin<|v0|> from
+2026-03-06<|v1|>"): the model learns which slot an argument takes and writes the right value for names it never
 saw. Measured 2026-12-06 on the main job's seed-0 round-0 dataset (576 demonstrations, 3,185 examples, 1,200 SFT
 steps; 349 teacher-forced dev reference steps, 64 dev + 64 test tasks), against no slots (copy bias 7: 121 exact
 steps, 48 unparsable, 140 wrong values, dev 0.050, test 0.038): slots, copy bias 0: 205 exact, 13 unparsable, 89
