@@ -102,7 +102,8 @@ class LearnerConfig(BaseModel):
     value_slots: bool = True
     """Candidate values of the prompt get slot tokens and the model writes a value it copies as its slot
     (``learner.model.value_slots``, measured there: on the main job's seed-0 round-0 dataset 205 vs 121 exact dev
-    reference steps, dev 0.206 vs 0.050, test 0.225 vs 0.038), saved with the checkpoint's window; the tokenizer
+    reference steps, dev 0.206 vs 0.050, test 0.225 vs 0.038; seed 1: 206 vs 123, dev 0.237 vs 0.081, test 0.219
+    vs 0.069), saved with the checkpoint's window; the tokenizer
     gets the slot tokens (``learner.jobs.planner_tokenizer``). The tiny model's ChatML only."""
     constrained_actions: bool = False
     """Greedy decoding keeps each action valid for the step's tools (``learner.model.constrained``), saved with the
