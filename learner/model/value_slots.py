@@ -40,8 +40,9 @@ SLOT_TOKENS = tuple(f"<|v{i}|>" for i in range(SLOT_COUNT))
 _SLOT = re.compile(r"<\|v(\d+)\|>")
 _TURN = re.compile(r"(?=<\|im_start\|>)")
 _USER = "<|im_start|>user\n"
+_STRING_FIELD = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*)"((?:[^"\\]|\\.)*)"')
+"""A JSON field with a string value: group 2 the key, group 3 the value (a tool result's, or an action's)."""
 _ASSISTANT = "<|im_start|>assistant\n"
-_JSON_STRING_VALUE = re.compile(r'"(?:[^"\\]|\\.)*"\s*:\s*"((?:[^"\\]|\\.)+)"')
 _TEXT_VALUES = (
     re.compile(r"(?<![\w'])'([^'\n]{2,60}?)'(?!\w)"),  # a quoted phrase: 'Best of Velvet Road'
     re.compile(r"\b\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2})?\b"),  # a date, maybe with a time
@@ -52,7 +53,6 @@ _TEXT_VALUES = (
 _CAPITALISED = re.compile(r"\b[A-Z][\w&-]*(?:'s)?(?:(?: of| de| the| and| &)? [A-Z][\w&-]*(?:'s)?)*")
 """A run of capitalised words (Umber Spanish Kitchen). One opening a sentence or a line is no value by itself."""
 _OPENERS = ("\n", '"', "# ", ". ", "? ", "! ")
-_ACTION_STRING = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*)"((?:[^"\\]|\\.)*)"')
 _SYNTAX_KEYS = frozenset({"kind", "name"})
 """An action's own fields (before its ``args``) whose values are a choice among a few names: never slots."""
 
@@ -114,7 +114,7 @@ class SlotTable:
                 return found.group(0)
             return f'{found.group(1)}"{token}"'
 
-        return _ACTION_STRING.sub(slot, action)
+        return _STRING_FIELD.sub(slot, action)
 
     def expand(self, output: str) -> str:
         """The model's ``output`` with each slot token replaced by its value (an unknown slot by nothing)."""
@@ -123,11 +123,11 @@ class SlotTable:
 
 def _candidates(turn: str) -> list[tuple[int, int]]:
     """Character spans of the candidate values of one user turn."""
-    spans = [found.span(1) for found in _JSON_STRING_VALUE.finditer(turn)]
+    spans = [found.span(3) for found in _STRING_FIELD.finditer(turn)]
     for pattern in _TEXT_VALUES:
         for found in pattern.finditer(turn):
             span = found.span(1) if pattern.groups else found.span()
-            if span[1] - span[0] >= 2 and "<|" not in turn[span[0] : span[1]]:
+            if "<|" not in turn[span[0] : span[1]]:
                 spans.append(span)
     for found in _CAPITALISED.finditer(turn):
         text, (start, end) = found.group(), found.span()
