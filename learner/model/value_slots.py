@@ -20,18 +20,24 @@ model must point at the value by its context): training loss 0.26 vs 0.07, 91 ex
 another value of the window; 1,200 CPU steps do not teach a two-layer model that pointer.
 
 Candidates: a tool result's JSON string values (``"name":"Umber Spanish Kitchen"``); in the text, quoted phrases,
-runs of capitalised words (with and without a sentence's first word: "Call Nora Chen"), dates, times, phone numbers
-and e-mail addresses. The same value always gets the same slot in a conversation; past ``SLOT_COUNT`` values, slots
-are reused and name their newest value. Training and decoding go through the same ``PromptWindow`` calls
-(``prompt_ids`` marks the prompt, ``written`` writes an output's values as slots, ``output_text`` writes them
-back), so they stay identical; earlier actions in the prompt are shown as the model wrote them, with slots. A value
-the model composes ("Flight to Lisbon", "Ordered.") or computes ("03:00") stays text.
+runs of capitalised words (with and without a sentence's first word: "Call Nora Chen"; without a possessive "'s";
+each side of an "and"), dates, times, phone numbers, e-mail addresses and codes ("rivernet-5291"). The same value
+always gets the same slot in a conversation; past ``SLOT_COUNT`` values, slots are reused and name their newest
+value. Training and decoding go through the same ``PromptWindow`` calls (``prompt_ids`` marks the prompt,
+``written`` writes an output's values as slots, ``output_text`` writes them back), so they stay identical; earlier
+actions in the prompt are shown as the model wrote them, with slots. A value the model composes holds the names,
+dates and times it copies as slots ("Dinner at <|v2|> on <|v3|> at <|v4|>?", "<|v3|>T<|v4|>"); the rest of it, and
+a value it computes ("03:00"), stays text. Of the 3,901 string values of the seed-0 round-0 dataset's actions,
+2,730 are slots, 217 composed with slots, 954 text (before the composed values and the name rules: 2,643 slots,
+1,258 text). On that dataset, 1,200 steps: 210 vs 205 exact dev reference steps, dev 0.294 vs 0.206, test 0.200
+vs 0.225; seed 1's: 205 vs 206, dev 0.231 vs 0.237, test 0.263 vs 0.219 (2026-12-06).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 SLOT_COUNT = 48
 """Slot tokens in the vocabulary; past this many distinct values in a conversation, slots are reused, newest wins
@@ -49,10 +55,15 @@ _TEXT_VALUES = (
     re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?![\d:])"),  # a time
     re.compile(r"\+\d[\d-]{6,}\d"),  # a phone number
     re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # an e-mail address
+    re.compile(r"\b[A-Za-z]+-\d{3,}\b"),  # a code: rivernet-5291
 )
 _CAPITALISED = re.compile(r"\b[A-Z][\w&-]*(?:'s)?(?:(?: of| de| the| and| &)? [A-Z][\w&-]*(?:'s)?)*")
 """A run of capitalised words (Umber Spanish Kitchen). One opening a sentence or a line is no value by itself."""
-_OPENERS = ("\n", '"', "# ", ". ", "? ", "! ")
+_AND = re.compile(r"[A-Z](?:(?! and ).)*")
+"""The parts of a run of capitalised words joined by "and"."""
+_CONNECTOR = re.compile(r"(?:(?:of|de|the|and|&) )+")
+"""The words a run of capitalised words may hold between its names (``_CAPITALISED``)."""
+_OPENERS = ("\n", '"', "# ", "- ", ". ", "? ", "! ")
 _SYNTAX_KEYS = frozenset({"kind", "name"})
 """An action's own fields (before its ``args``) whose values are a choice among a few names: never slots."""
 
@@ -103,22 +114,43 @@ class SlotTable:
 
     def delexicalise(self, action: str) -> str:
         """``action`` with every string value that is a candidate (other than a ``kind`` or ``name``) written as its
-        slot token."""
-        values = {value: token for token, value in self.slots.items()}
-
+        slot token, and in a value the model composes, each name, date, time or number that is a candidate
+        ("Booked Hotel Saffron Berlin<|v7|>." -> ``"Booked <|v7|>."``)."""
+        values = self._values
         args = action.find('"args"')
 
         def slot(found: re.Match[str]) -> str:
-            token = values.get(found.group(3))
-            if token is None or (found.group(2) in _SYNTAX_KEYS and (args < 0 or found.start() < args)):
+            if found.group(2) in _SYNTAX_KEYS and (args < 0 or found.start() < args):
                 return found.group(0)
-            return f'{found.group(1)}"{token}"'
+            value = found.group(3)
+            token = values.get(value)
+            if token is None and self._names is not None:
+                token = self._names.sub(lambda name: values[name.group()], value)
+            return found.group(0) if token is None else f'{found.group(1)}"{token}"'
 
         return _STRING_FIELD.sub(slot, action)
+
+    @cached_property
+    def _values(self) -> dict[str, str]:
+        return {value: token for token, value in self.slots.items()}
+
+    @cached_property
+    def _names(self) -> re.Pattern[str] | None:
+        """The candidates that start with a capital, a digit or a plus (no lowercase word such as a status
+        "confirmed", which is as easily spelled), longest first, each standing apart from the letters or digits
+        around it: "2026-03-10" and "20:00" in "2026-03-10T20:00", but no "Rome" in "Romeo"."""
+        names = sorted((v for v in self.slots.values() if v[0].isupper() or v[0].isdigit() or v[0] == "+"), key=len)
+        return re.compile("|".join(_apart(name) for name in reversed(names))) if names else None
 
     def expand(self, output: str) -> str:
         """The model's ``output`` with each slot token replaced by its value (an unknown slot by nothing)."""
         return _SLOT.sub(lambda found: self.slots.get(found.group(0), ""), output)
+
+
+def _apart(value: str) -> str:
+    """A pattern of ``value`` not continuing a run of letters or digits on either side."""
+    edge = {True: r"\d", False: r"[^\W\d_]"}  # a digit, or a letter
+    return rf"(?<!{edge[value[0].isdigit()]}){re.escape(value)}(?!{edge[value[-1].isdigit()]})"
 
 
 def _candidates(turn: str) -> list[tuple[int, int]]:
@@ -131,8 +163,14 @@ def _candidates(turn: str) -> list[tuple[int, int]]:
                 spans.append(span)
     for found in _CAPITALISED.finditer(turn):
         text, (start, end) = found.group(), found.span()
+        if text.endswith("'s"):  # "Lucia Moreau's place": the name without the possessive
+            text, end = text[:-2], end - 2
         if not (start == 0 or turn[:start].endswith(_OPENERS)):
             spans.append((start, end))
         elif (start, end) not in spans and " " in text:  # "Call Nora Chen": with and without the first word
-            spans += [(start, end), (start + text.index(" ") + 1, end)]
+            rest = _CONNECTOR.match(text, text.index(" ") + 1)  # "Which of Berlin": Berlin, not "of Berlin"
+            spans += [(start, end), (start + (rest.end() if rest else text.index(" ") + 1), end)]
+        for part in _AND.finditer(text):  # "Italian and Lebanese": each of them too
+            if part.span() != (0, len(text)):
+                spans.append((start + part.start(), start + part.end()))
     return [span for span in spans if span[1] - span[0] >= 2]

@@ -72,6 +72,32 @@ def test_an_action_writes_candidate_values_as_slots_and_keeps_names_kinds_and_nu
     assert SlotTable.of("").expand('{"query":"<|v5|>"}') == '{"query":""}'  # a slot the prompt has not: nothing
 
 
+def test_names_are_candidates_without_a_possessive_an_opening_word_or_a_joining_and() -> None:
+    goal = (
+        "# Task\nWhich of Berlin, Porto will be warmest? Get me a ride to Lucia Moreau's place."
+        "\n- My office is in Rome. Compare the open Italian and Lebanese restaurants. The code is rivernet-5291."
+    )
+    values = set(SlotTable.of(conversation(goal)).slots.values())
+    assert {"Berlin", "Porto", "Lucia Moreau", "Italian", "Lebanese", "Rome", "rivernet-5291"} <= values
+    assert not {"of Berlin", "Lucia Moreau's", "My"} & values
+
+
+def test_a_composed_value_writes_the_names_dates_and_times_it_holds_as_slots() -> None:
+    goal = "# Task\nInvite Yuki Berg to dinner at Hotel Saffron Berlin on 2026-03-04 at 19:00; Romeo is in Rome."
+    table = SlotTable.of(conversation(goal))
+    token = {value: token for token, value in table.slots.items()}
+    action = (
+        '<action>{"kind":"tool_call","name":"calendar.add","args":{"title":"Dinner at Hotel Saffron Berlin",'
+        '"start":"2026-03-04T19:00","note":"Romeos and c_14","kind":"Rome"}}</action>'
+    )
+    written = table.delexicalise(action)
+    assert f'"title":"Dinner at {token["Hotel Saffron Berlin"]}"' in written  # the longest name, not "Berlin"
+    assert f'"start":"{token["2026-03-04"]}T{token["19:00"]}"' in written  # digits apart from the letter between
+    assert '"note":"Romeos and c_14"' in written  # no "Romeo" in a longer word, no lowercase id
+    assert f'"kind":"{token["Rome"]}"' in written  # an argument called "kind" is a value
+    assert table.expand(written) == action
+
+
 def test_slots_follow_the_order_values_first_appear_so_a_templates_wording_keeps_its_slots() -> None:
     names = ("Ada Lee", "Bo Kim", "Cy Moe")
     tables = [SlotTable.of(conversation(GOAL.replace("Nora Chen", name))) for name in names]
