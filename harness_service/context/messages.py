@@ -25,9 +25,23 @@ class ChatMessage(BaseModel):
 _MESSAGES = TypeAdapter(list[ChatMessage])
 
 
+def turn_start(role: Role) -> str:
+    """The ChatML header of a ``role`` turn: a completion model's prompt ends with ``turn_start("assistant")``."""
+    return f"<|im_start|>{role}\n"
+
+
+SYSTEM_START, USER_START, ASSISTANT_START = turn_start("system"), turn_start("user"), turn_start("assistant")
+_TURN = re.compile(r"(?=<\|im_start\|>)")
+
+
+def split_turns(text: str) -> list[str]:
+    """ChatML text cut before every ``<|im_start|>``; ``"".join`` of the result is ``text``."""
+    return [turn for turn in _TURN.split(text) if turn]
+
+
 def render_message(message: ChatMessage) -> str:
     """ChatML text of one message; ``render_messages`` is the concatenation of these."""
-    return f"<|im_start|>{message.role}\n{message.content}<|im_end|>\n"
+    return f"{turn_start(message.role)}{message.content}<|im_end|>\n"
 
 
 def render_messages(messages: Sequence[ChatMessage]) -> str:

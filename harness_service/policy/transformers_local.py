@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness_service.context.messages import ChatMessage, render_messages
+from harness_service.context.messages import ASSISTANT_START, ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput
 from harness_service.policy.thinking import thinking_part
-
-ASSISTANT_PREFIX = "<|im_start|>assistant\n"
 
 
 class TransformersPolicy:
@@ -40,7 +38,7 @@ class TransformersPolicy:
     def generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         import torch
 
-        prompt = render_messages(messages) + ASSISTANT_PREFIX
+        prompt = render_messages(messages) + ASSISTANT_START
         ids = self._tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids.to(self._model.device)
         sampling = (
             {"do_sample": True, "temperature": self._temperature} if self._temperature > 0 else {"do_sample": False}

@@ -13,17 +13,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness_service.context.messages import ChatMessage, render_messages
+from harness_service.context.messages import ASSISTANT_START, ChatMessage, render_messages
 from infra.registry.port import Registry, VersionRef
 from learner.model.tokenizer import CHAT_TEMPLATE
-from learner.model.window import ASSISTANT_PREFIX, PromptWindow
+from learner.model.window import PromptWindow
 from learner.registry import checkpoint_tar
 from producers.rollout.versions import artifact_path
 
 TEMPLATE_FILE = "chat_template.jinja"
 VERBATIM_RESPONSE = {
     "defaults": {"role": "assistant"},
-    "start_anchor": ASSISTANT_PREFIX,
+    "start_anchor": ASSISTANT_START,
     "fields": {"content": {"close": "<|im_end|>", "content": "text", "content_args": {"strip": False}}},
 }
 """``transformers serve``'s response template: the whole completion (up to ``<|im_end|>``) is the content, unstripped;
@@ -110,7 +110,7 @@ def check_chat_template(folder: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     messages = [m.model_dump() for m in SAMPLE]
     rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    expected = render_messages(SAMPLE) + ASSISTANT_PREFIX
+    expected = render_messages(SAMPLE) + ASSISTANT_START
     if rendered != expected:
         raise TemplateMismatch(f"{folder}: its chat template renders {rendered!r}, the harness {expected!r}")
     reply = SAMPLE[2].content + "\n"

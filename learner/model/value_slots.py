@@ -39,16 +39,15 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from harness_service.context.messages import ASSISTANT_START, USER_START, split_turns
+
 SLOT_COUNT = 48
 """Slot tokens in the vocabulary; past this many distinct values in a conversation, slots are reused, newest wins
 (a prompt of the main job's cold-start data marks 16 candidates at the median, 134 at most)."""
 SLOT_TOKENS = tuple(f"<|v{i}|>" for i in range(SLOT_COUNT))
 _SLOT = re.compile(r"<\|v(\d+)\|>")
-_TURN = re.compile(r"(?=<\|im_start\|>)")
-_USER = "<|im_start|>user\n"
 _STRING_FIELD = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*)"((?:[^"\\]|\\.)*)"')
 """A JSON field with a string value: group 2 the key, group 3 the value (a tool result's, or an action's)."""
-_ASSISTANT = "<|im_start|>assistant\n"
 _TEXT_VALUES = (
     re.compile(r"(?<![\w'])'([^'\n]{2,60}?)'(?!\w)"),  # a quoted phrase: 'Best of Velvet Road'
     re.compile(r"\b\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2})?\b"),  # a date, maybe with a time
@@ -82,8 +81,8 @@ class SlotTable:
         """The table of a ChatML conversation (the harness's rendered messages)."""
         spans: list[tuple[int, int]] = []
         position = 0
-        for turn in _TURN.split(conversation):
-            if turn.startswith(_USER):
+        for turn in split_turns(conversation):
+            if turn.startswith(USER_START):
                 spans.extend((position + a, position + b) for a, b in _candidates(turn))
             position += len(turn)
         by_value: dict[str, str] = {}
@@ -110,7 +109,9 @@ class SlotTable:
             cursor = position
         pieces.append(conversation[cursor:])
         marked = "".join(pieces)
-        return "".join(self.delexicalise(turn) if turn.startswith(_ASSISTANT) else turn for turn in _TURN.split(marked))
+        return "".join(
+            self.delexicalise(turn) if turn.startswith(ASSISTANT_START) else turn for turn in split_turns(marked)
+        )
 
     def delexicalise(self, action: str) -> str:
         """``action`` with every string value that is a candidate (other than a ``kind`` or ``name``) written as its

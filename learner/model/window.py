@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness_service.context.messages import parse_messages
+from harness_service.context.messages import ASSISTANT_START, SYSTEM_START, USER_START, parse_messages, split_turns
 from learner.model.value_slots import SLOT_TOKENS, SlotTable
 
-ASSISTANT_PREFIX = "<|im_start|>assistant\n"
 END = "<|im_end|>"
 WINDOW_FILE = "prompt_window.json"
-_TURN = re.compile(r"(?=<\|im_start\|>)")
-_USER = "<|im_start|>user\n"
-_SYSTEM = "<|im_start|>system\n"
-
-
-def split_turns(text: str) -> list[str]:
-    """ChatML text cut before every ``<|im_start|>``; ``"".join`` of the result is ``text``."""
-    return [turn for turn in _TURN.split(text) if turn]
 
 
 def turn_corpus(texts: Iterable[str]) -> Iterator[str]:
@@ -117,17 +107,17 @@ class PromptWindow:
                 raise ValueError("value_slots needs a tokenizer with the slot tokens (train_tokenizer's extra_special)")
             messages_text = SlotTable.of(messages_text).mark(messages_text)
         if self.goal_tokens == 0:
-            ids = _encode(tokenizer, messages_text + ASSISTANT_PREFIX)
+            ids = _encode(tokenizer, messages_text + ASSISTANT_START)
             return ids[-self.max_prompt_tokens :]
         turns = split_turns(messages_text)
-        first = next((i for i, turn in enumerate(turns) if turn.startswith(_USER)), None)
+        first = next((i for i, turn in enumerate(turns) if turn.startswith(USER_START)), None)
         if first is None:
-            return _newest(tokenizer, [*turns, ASSISTANT_PREFIX], self.max_prompt_tokens)
+            return _newest(tokenizer, [*turns, ASSISTANT_START], self.max_prompt_tokens)
         head = _encode(tokenizer, turns[first])[: self.goal_tokens]
         if self.system_tokens:
-            system = "".join(turn for turn in turns[:first] if turn.startswith(_SYSTEM))
+            system = "".join(turn for turn in turns[:first] if turn.startswith(SYSTEM_START))
             head = (_encode(tokenizer, system)[: self.system_tokens] if system else []) + head
-        return head + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_PREFIX], self.max_prompt_tokens - len(head))
+        return head + _newest(tokenizer, [*turns[first + 1 :], ASSISTANT_START], self.max_prompt_tokens - len(head))
 
     def written(self, messages_text: str, completion: str) -> str:
         """``completion`` (an action the harness rendered after ``messages_text``) as the model writes it: with

@@ -26,13 +26,13 @@ from bus_schemas.events.episodes import ActionRejected, ActionTaken, ContextBuil
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.training import ModelServed
 from consumers.verifier.spec import Verifier
-from harness_service.context.messages import decode_context, render_messages
+from harness_service.context.messages import ASSISTANT_START, decode_context, render_messages
 from harness_service.policy.inference import parse_inference
 from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics, from_record, publish
 from infra.serving.server import ModelServer, ServeOptions, ServeTarget
 from learner.model import PlannerPolicy, TinyModelConfig, build_tiny_model, save_checkpoint, train_tokenizer
-from learner.model.window import ASSISTANT_PREFIX, PromptWindow
+from learner.model.window import PromptWindow
 from learner.registry import PRODUCTION, Lineage, register_checkpoint
 from producers.backends.sandbox import SandboxBackend
 from producers.pool import EnvironmentPool
@@ -169,7 +169,7 @@ def test_rollouts_through_transformers_serve_record_the_served_version_and_follo
     step = next(e for e in first if isinstance(e, ActionTaken | ActionRejected) and e.episode_id == first[0].episode_id)
     messages = decode_context(ports.blobs.get(contexts[step.step].context))
     local = PlannerPolicy.from_dir(server.options.cache_root / "planner" / "1", name="planner/1")
-    prompt = local.tokenizer.encode(render_messages(messages) + ASSISTANT_PREFIX, add_special_tokens=False)
+    prompt = local.tokenizer.encode(render_messages(messages) + ASSISTANT_START, add_special_tokens=False)
     assert step.input_tokens == len(prompt)
     assert step.raw_output is not None and local.generate(messages).text == ports.blobs.get(step.raw_output).decode()
 

@@ -14,10 +14,11 @@ from harness_fakes import EventList, MemoryBlobs, NotesBackend, make_task  # noq
 from bus_schemas.events.tasks import TaskSpecified  # noqa: E402
 from harness_service.actions.format import ACTION_FORMAT_DOC  # noqa: E402
 from harness_service.config import HarnessBudgets, HarnessConfig  # noqa: E402
+from harness_service.context.messages import ASSISTANT_START  # noqa: E402
 from harness_service.context.sections import render_tool  # noqa: E402
 from harness_service.context.tokens import TokenizerCounter  # noqa: E402
 from harness_service.memory.store import MemoryStore  # noqa: E402
-from harness_service.policy.transformers_local import ASSISTANT_PREFIX, TransformersPolicy  # noqa: E402
+from harness_service.policy.transformers_local import TransformersPolicy  # noqa: E402
 from harness_service.runner.episode import Harness, RunIds, run_episode  # noqa: E402
 from producers.backends.sandbox.backend import SandboxBackend  # noqa: E402
 from producers.backends.sandbox.catalog import TOOLS  # noqa: E402
@@ -92,7 +93,7 @@ def test_a_tiny_local_model_runs_an_episode_with_exact_token_accounting(checkpoi
     assert events[0].policy_version == f"local:{checkpoint.name}"  # type: ignore[attr-defined]
     assert outcome.steps == 3 and 0 < outcome.output_tokens <= 3 * 12
     built = [e for e in events if e.event_type == "ContextBuilt"]
-    prefix = harness.counter.count(ASSISTANT_PREFIX)  # the prompt is the recorded context plus the assistant header
+    prefix = harness.counter.count(ASSISTANT_START)  # the prompt is the recorded context plus the assistant header
     assert outcome.input_tokens == sum(e.token_count + prefix for e in built)  # type: ignore[attr-defined]
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness_service.context.messages import ChatMessage, render_messages
+from harness_service.context.messages import ChatMessage, render_messages, split_turns
 from learner.model import PromptWindow, train_tokenizer
-from learner.model.window import WINDOW_FILE, split_turns, turn_corpus
+from learner.model.window import WINDOW_FILE, turn_corpus
 
 pytestmark = pytest.mark.unit
 
