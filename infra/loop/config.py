@@ -44,7 +44,10 @@ def loop_learner() -> LearnerConfig:
     took 15.4 min, dev 0.069 -> 0.031 -> 0.069, test 0.081) but is no better over the two seeds, so 1,200 stays.
     With value slots (``learner.model.value_slots``; seed 0, 2026-12-06, 18.4 min, round 0 679 s): dev 0.206 ->
     0.206 -> 0.231 with every category above 0 in every round, 20 and 22 of the model's own episodes admitted in
-    rounds 1 and 2, test 0.238 (the same day without slots: dev 0.050 flat, 6 and 7 admitted, test 0.069)."""
+    rounds 1 and 2, test 0.238 (the same day without slots: dev 0.050 flat, 6 and 7 admitted, test 0.069). With
+    composed values holding slots too (17.3 min, round 0 564 s): dev 0.294 -> 0.294 -> 0.294, 23 and 24 own
+    episodes admitted, test 0.275; SFT for the same 1,608 steps on the demonstrations alone, test 0.269
+    (``bench/flywheel_ablation.py``'s sft-only arm, same seed and day)."""
     base = LearnerConfig()
     return base.model_copy(
         update={
@@ -102,7 +105,10 @@ class LoopConfig(BaseModel):
     training run (``learner.rl.sft_steps``, or ``continued_sft.max_steps`` when 0). Measured on the main job (seed 0,
     2026-12-05, before generated worlds named new entities): ``mixed`` dev 0.131 -> 0.094 -> 0.081 (4 GRPO steps a
     round; 11/64 and 6/64 RL episodes solved; CARE chose partial_credit) against ``sft`` 0.131 -> 0.094 -> 0.094,
-    test 0.056 for both (the cold start was the best by dev), 13.9 vs 13.4 min. So ``sft`` stays the default."""
+    test 0.056 for both (the cold start was the best by dev), 13.9 vs 13.4 min. With value slots (seed 0,
+    2026-12-06, ``bench/flywheel_ablation.py --algorithm mixed``): ``mixed`` dev 0.294 -> 0.294 -> 0.269 (21/64 and
+    10/64 RL episodes solved, CARE partial_credit), test 0.206, 17.5 min; ``sft`` dev 0.294 flat, test 0.275; SFT
+    on the demonstrations alone, test 0.269. So ``sft`` stays the default."""
     auto_approve: tuple[str, ...] = (
         "add_instruction",
         "set_budgets",
