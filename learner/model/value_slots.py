@@ -116,7 +116,7 @@ class SlotTable:
     def delexicalise(self, action: str) -> str:
         """``action`` with every string value that is a candidate (other than a ``kind`` or ``name``) written as its
         slot token, and in a value the model composes, each name, date, time or number that is a candidate
-        ("Booked Hotel Saffron Berlin<|v7|>." -> ``"Booked <|v7|>."``)."""
+        ("Booked Hotel Saffron Berlin." -> ``"Booked <|v7|>."``)."""
         values = self._values
         args = action.find('"args"')
 
