@@ -56,12 +56,13 @@ _TEXT_VALUES = (
     re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # an e-mail address
     re.compile(r"\b[A-Za-z]+-\d{3,}\b"),  # a code: rivernet-5291
 )
-_CAPITALISED = re.compile(r"\b[A-Z][\w&-]*(?:'s)?(?:(?: of| de| the| and| &)? [A-Z][\w&-]*(?:'s)?)*")
+_JOINERS = "of|de|the|and|&"
+"""The words a run of capitalised words may hold between its names ("Bank of Rye", "Salt & Pepper")."""
+_CAPITALISED = re.compile(rf"\b[A-Z][\w&-]*(?:'s)?(?:(?: (?:{_JOINERS}))? [A-Z][\w&-]*(?:'s)?)*")
 """A run of capitalised words (Umber Spanish Kitchen). One opening a sentence or a line is no value by itself."""
 _AND = re.compile(r"[A-Z](?:(?! and ).)*")
 """The parts of a run of capitalised words joined by "and"."""
-_CONNECTOR = re.compile(r"(?:(?:of|de|the|and|&) )+")
-"""The words a run of capitalised words may hold between its names (``_CAPITALISED``)."""
+_CONNECTOR = re.compile(rf"(?:(?:{_JOINERS}) )+")
 _OPENERS = ("\n", '"', "# ", "- ", ". ", "? ", "! ")
 _SYNTAX_KEYS = frozenset({"kind", "name"})
 """An action's own fields (before its ``args``) whose values are a choice among a few names: never slots."""
