@@ -82,6 +82,7 @@ def window(config: LearnerConfig) -> PromptWindow:
         chat_template=config.chat_template,
         native_tools=config.native_tools,
         value_slots=config.value_slots,
+        word_slots=config.value_slots and config.word_slots,
     )
 
 

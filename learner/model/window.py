@@ -65,6 +65,9 @@ class PromptWindow:
     """Candidate values in the prompt's user turns are followed by slot tokens, and an output's values that are
     candidates are written as their slot (``learner.model.value_slots``); decoding writes the values back. ChatML
     only; the tokenizer needs the slot tokens (``SLOT_TOKENS``)."""
+    word_slots: bool = False
+    """With ``value_slots``: the content words of the task ("kettle", "babysitter") are candidates too, named by
+    word slots (``SlotTable.of``'s ``task_words``), so an argument taken from the task's wording is one choice."""
     native_tools: bool = False
     """With ``chat_template``: the step's tools also go to the template's ``tools`` (OpenAI function schemas, as
     ``actions.native.function_tools`` gives them), rendered in the checkpoint's own tool format - what an
@@ -87,6 +90,8 @@ class PromptWindow:
             raise ValueError("native_tools renders tools with the tokenizer's chat template: set chat_template")
         if self.value_slots and (self.chat_template or self.constrained_actions):
             raise ValueError("value_slots marks the tiny model's ChatML and writes slots the action schema forbids")
+        if self.word_slots and not self.value_slots:
+            raise ValueError("word_slots are value slots of the task's words: set value_slots")
 
     def save(self, checkpoint: Path) -> None:
         """Stored beside the weights, so any loader serves the model with the window it was trained with."""
@@ -105,7 +110,7 @@ class PromptWindow:
         if self.value_slots:
             if not slot_ids(tokenizer):
                 raise ValueError("value_slots needs a tokenizer with the slot tokens (train_tokenizer's extra_special)")
-            messages_text = SlotTable.of(messages_text).mark(messages_text)
+            messages_text = SlotTable.of(messages_text, self.word_slots).mark(messages_text)
         if self.goal_tokens == 0:
             ids = _encode(tokenizer, messages_text + ASSISTANT_START)
             return ids[-self.max_prompt_tokens :]
@@ -122,7 +127,7 @@ class PromptWindow:
     def written(self, messages_text: str, completion: str) -> str:
         """``completion`` (an action the harness rendered after ``messages_text``) as the model writes it: with
         ``value_slots``, its values that are candidates of the prompt as slot tokens; otherwise unchanged."""
-        return SlotTable.of(messages_text).delexicalise(completion) if self.value_slots else completion
+        return SlotTable.of(messages_text, self.word_slots).delexicalise(completion) if self.value_slots else completion
 
     def output_text(self, tokenizer: Any, messages_text: str, ids: Sequence[int]) -> str:
         """The text of the model's output ``ids`` (the end-of-turn token left out) for the harness: special tokens
@@ -137,7 +142,7 @@ class PromptWindow:
                 pieces += [tokenizer.decode(list(ids[start:index]), skip_special_tokens=True), slots[token]]
                 start = index + 1
         pieces.append(tokenizer.decode(list(ids[start:]), skip_special_tokens=True))
-        return SlotTable.of(messages_text).expand("".join(pieces))
+        return SlotTable.of(messages_text, self.word_slots).expand("".join(pieces))
 
     def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
         """The ids of an output as the model writes it (``written``), with the end of the turn."""

@@ -118,10 +118,10 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
     assert (
         PromptWindow.load(continued.checkpoint)
         == PromptWindow.load(base.checkpoint)
-        != PromptWindow(100, 64, 10, 20, 1.5, value_slots=True)
+        != PromptWindow(100, 64, 10, 20, 1.5, value_slots=True, word_slots=True)
     )
     (_, base_tokenizer), (_, tokenizer) = load_checkpoint(base.checkpoint), load_checkpoint(continued.checkpoint)
     assert tokenizer.get_vocab() == base_tokenizer.get_vocab() and len(tokenizer) != 700
     fresh = run_sft(ports, other, run_id="run-cont", round=2, time_budget_s=0.0)
     assert fresh.metrics["train_steps"] == 1.0  # the deadline stops after the first step
-    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20, 1.5, value_slots=True)
+    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20, 1.5, value_slots=True, word_slots=True)

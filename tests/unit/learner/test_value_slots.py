@@ -14,7 +14,7 @@ from learner.dataset.tokenize import tokenize_example
 from learner.model import train_tokenizer
 from learner.model.copy_bias import CopyBias
 from learner.model.policy import PlannerPolicy
-from learner.model.value_slots import SLOT_TOKENS, SlotTable
+from learner.model.value_slots import SLOT_COUNT, SLOT_TOKENS, SlotTable
 from learner.model.window import END, PromptWindow, slot_ids, turn_corpus
 
 pytestmark = pytest.mark.unit
@@ -43,7 +43,7 @@ def conversation(goal: str = GOAL) -> str:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return train_tokenizer(list(turn_corpus([conversation() + PAY] * 3)), vocab_size=400, extra_special=SLOT_TOKENS)
+    return train_tokenizer(list(turn_corpus([conversation() + PAY] * 3)), vocab_size=480, extra_special=SLOT_TOKENS)
 
 
 def test_candidates_of_user_turns_get_one_slot_per_value_and_system_text_gets_none() -> None:
@@ -98,6 +98,29 @@ def test_a_composed_value_writes_the_names_dates_and_times_it_holds_as_slots() -
     assert table.expand(written) == action
 
 
+def test_task_words_are_candidates_with_word_slots_when_asked_and_leave_the_value_slots_alone() -> None:
+    goal = "# Task\nText my babysitter that I'm running late; mail ana.lee@mail.test about the 'school plans'."
+    text = conversation(goal)
+    table = SlotTable.of(text, task_words=True)
+    words = {value: token for token, value in table.slots.items() if token.startswith("<|w")}
+    # no function word ("that", "about", "the"), nothing inside the e-mail address or the quoted phrase
+    assert words == {"babysitter": "<|w0|>", "running": "<|w1|>", "late": "<|w2|>", "mail": "<|w3|>"}
+    assert "babysitter<|w0|>" in table.mark(text)
+    action = (
+        '<action>{"kind":"memory_read","query":"who is my babysitter"}</action>'
+        '{"args":{"text":"I\'m running late, sorry!","note":"babysitters","to":"ana.lee@mail.test"}}'
+    )
+    written = table.delexicalise(action)
+    assert '"query":"who is my <|w0|>"' in written
+    assert '"text":"I\'m <|w1|> <|w2|>, sorry!"' in written
+    assert '"note":"babysitters"' in written  # never inside a longer word
+    assert '"to":"<|v' in written  # the e-mail address is a value
+    assert table.expand(written) == action
+    plain = SlotTable.of(text)
+    assert not any(token.startswith("<|w") for token in plain.slots)  # off unless asked
+    assert {t: v for t, v in table.slots.items() if t.startswith("<|v")} == plain.slots
+
+
 def test_slots_follow_the_order_values_first_appear_so_a_templates_wording_keeps_its_slots() -> None:
     names = ("Ada Lee", "Bo Kim", "Cy Moe")
     tables = [SlotTable.of(conversation(GOAL.replace("Nora Chen", name))) for name in names]
@@ -107,9 +130,9 @@ def test_slots_follow_the_order_values_first_appear_so_a_templates_wording_keeps
 
 
 def test_past_the_slot_count_slots_are_reused_and_name_their_newest_value() -> None:
-    goal = "# Task\nvisit " + ", ".join(f"Town{k:03d}" for k in range(len(SLOT_TOKENS) + 2))
+    goal = "# Task\nvisit " + ", ".join(f"Town{k:03d}" for k in range(SLOT_COUNT + 2))
     table = SlotTable.of(conversation(goal))
-    assert table.slots[SLOT_TOKENS[0]] == f"Town{len(SLOT_TOKENS):03d}"
+    assert table.slots[SLOT_TOKENS[0]] == f"Town{SLOT_COUNT:03d}"
     assert table.delexicalise('{"args":{"city":"Town000"}}') == '{"args":{"city":"Town000"}}'  # its slot moved on
     assert table.delexicalise('{"args":{"city":"Town005"}}') == '{"args":{"city":"<|v5|>"}}'
 
@@ -130,6 +153,8 @@ def test_training_and_decoding_round_trip_through_the_same_tokens(tokenizer) -> 
 
 
 def test_value_slots_refuse_a_chat_template_or_the_action_schema() -> None:
+    with pytest.raises(ValueError, match="set value_slots"):
+        dataclasses.replace(WINDOW, value_slots=False, word_slots=True)
     with pytest.raises(ValueError, match="value_slots"):
         dataclasses.replace(WINDOW, goal_tokens=0, system_tokens=0, chat_template=True)
     with pytest.raises(ValueError, match="value_slots"):
