@@ -38,9 +38,12 @@ model wrote a memorised one ("lampack", "cousin"). With ``task_words`` (the wind
 words of the task (three letters or more, no function word, outside the other candidates) are candidates too,
 named by slots of their own, ``<|wK|>``, numbered apart from the values' so every value keeps its slot: "who is my
 <|w0|>", "I'm <|w1|> <|w2|>, sorry!". A task has 16 such words at most in the main job's pools (4 at the median).
-Measured 2026-12-06 (1,200 steps on the main job's round-0 datasets, against value slots alone): seed 0, 231 vs
-210 exact dev reference steps (70 vs 88 wrong values), dev 0.344 vs 0.294, test 0.306 vs 0.200; seed 1, dev 0.294
-vs 0.231, test 0.344 vs 0.263.
+So are the task's numbers ("$61.67", "4 night(s)", "rated 3.5"), and an action's number field that equals one is
+written as its slot (``"amount":<|w0|>``); a number the task does not hold ("top_k":5) stays a number.
+Measured 2026-12-06 (1,200 steps on the main job's round-0 datasets, against value slots alone): words only, seed
+0: 231 vs 210 exact dev reference steps (70 vs 88 wrong values), dev 0.344 vs 0.294, test 0.306 vs 0.200; seed 1:
+dev 0.294 vs 0.231, test 0.344 vs 0.263. Words and numbers: seed 0, 233 exact steps, dev 0.294, test 0.381 (the
+templates that pay an amount or set a duration now solved); seed 1, dev 0.344, test 0.450.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ _VALUE_TOKENS, _WORD_TOKENS = SLOT_TOKENS[:SLOT_COUNT], SLOT_TOKENS[SLOT_COUNT:]
 _SLOT = re.compile(r"<\|[vw](\d+)\|>")
 _STRING_FIELD = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*)"((?:[^"\\]|\\.)*)"')
 """A JSON field with a string value: group 2 the key, group 3 the value (a tool result's, or an action's)."""
+_NUMBER_FIELD = re.compile(r'("(?:[^"\\]|\\.)*"\s*:\s*)(-?\d+(?:\.\d+)?)(?=\s*[,}\]])')
+"""A JSON field with a number value: group 2 the number (an action's amount, nights, rating)."""
 _TEXT_VALUES = (
     re.compile(r"(?<![\w'])'([^'\n]{2,60}?)'(?!\w)"),  # a quoted phrase: 'Best of Velvet Road'
     re.compile(r"\b\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2})?\b"),  # a date, maybe with a time
@@ -81,6 +86,8 @@ _OPENERS = ("\n", '"', "# ", "- ", ". ", "? ", "! ")
 _TASK = re.compile(r"# Task\n(.*?)(?:\n\n# |<\|im_end\|>|$)", re.S)
 """The task's wording in its user turn."""
 _WORD = re.compile(r"(?<![\w'])[a-z]{3,}(?![\w'])")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\.?\d|[^\W\d])")
+"""A number in the task's wording: 77.85 in "$77.85", 35 in "35-minute", 4 in "4 night(s)"."""
 _FUNCTION_WORDS = frozenset(
     "the and for with from that this then than them they their there these those its any all one who whom whose "
     "how what which when where why was were are been being has have had will would can could should may might "
@@ -150,8 +157,8 @@ class SlotTable:
 
     def delexicalise(self, action: str) -> str:
         """``action`` with every string value that is a candidate (other than a ``kind`` or ``name``) written as its
-        slot token, and in a value the model composes, each name, date, time or number that is a candidate
-        ("Booked Hotel Saffron Berlin." -> ``"Booked <|v7|>."``)."""
+        slot token, in a value the model composes each name, date, time or number that is a candidate ("Booked
+        Hotel Saffron Berlin." -> ``"Booked <|v7|>."``), and each number field that is one of the task's numbers."""
         values = self._values
         args = action.find('"args"')
 
@@ -164,7 +171,11 @@ class SlotTable:
                 token = self._names.sub(lambda name: values[name.group()], value)
             return found.group(0) if token is None else f'{found.group(1)}"{token}"'
 
-        return _STRING_FIELD.sub(slot, action)
+        def number(found: re.Match[str]) -> str:
+            token = values.get(found.group(2))
+            return found.group(1) + token if token is not None and token in _WORD_TOKENS else found.group(0)
+
+        return _NUMBER_FIELD.sub(number, _STRING_FIELD.sub(slot, action))
 
     @cached_property
     def _values(self) -> dict[str, str]:
@@ -187,9 +198,11 @@ class SlotTable:
 
 
 def _apart(value: str) -> str:
-    """A pattern of ``value`` not continuing a run of letters or digits on either side."""
-    edge = {True: r"\d", False: r"[^\W\d_]"}  # a digit, or a letter
-    return rf"(?<!{edge[value[0].isdigit()]}){re.escape(value)}(?!{edge[value[-1].isdigit()]})"
+    """A pattern of ``value`` not continuing a run of letters or digits on either side (nor a number past its
+    point: no "2" in "2.5")."""
+    before = {True: r"[\d.]", False: r"[^\W\d_]"}  # a digit (or a number's point), or a letter
+    after = {True: r"\.?\d", False: r"[^\W\d_]"}
+    return rf"(?<!{before[value[0].isdigit()]}){re.escape(value)}(?!{after[value[-1].isdigit()]})"
 
 
 def _task_words(turn: str, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -198,7 +211,8 @@ def _task_words(turn: str, taken: list[tuple[int, int]]) -> list[tuple[int, int]
     task = _TASK.search(turn)
     if task is None:
         return []
-    spans = (found.span() for found in _WORD.finditer(turn, task.start(1), task.end(1)))
+    start, end = task.span(1)
+    spans = sorted(found.span() for pattern in (_WORD, _NUMBER) for found in pattern.finditer(turn, start, end))
     return [(a, b) for a, b in spans if turn[a:b] not in _FUNCTION_WORDS and not any(s < b and a < e for s, e in taken)]
 
 

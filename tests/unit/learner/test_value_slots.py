@@ -121,6 +121,21 @@ def test_task_words_are_candidates_with_word_slots_when_asked_and_leave_the_valu
     assert {t: v for t, v in table.slots.items() if t.startswith("<|v")} == plain.slots
 
 
+def test_the_tasks_numbers_are_word_candidates_and_a_number_field_of_an_action_takes_their_slot() -> None:
+    goal = "# Task\nPay Ada Lee $61.67 for the 2 tickets on 2026-03-04 (a 35-minute call, rated 3.5 or more)."
+    table = SlotTable.of(conversation(goal), task_words=True)
+    words = {value: token for token, value in table.slots.items() if token.startswith("<|w")}
+    assert {"61.67", "2", "35", "3.5"} <= set(words)
+    assert not {"2026", "03", "04"} & set(words)  # the date is one value
+    action = '{"args":{"amount":61.67,"qty":2,"top_k":5,"min_rating":3.50,"note":"61.67 for 2 tickets, not 2.5"}}'
+    written = table.delexicalise(action)
+    assert f'"amount":{words["61.67"]},"qty":{words["2"]},' in written
+    assert '"top_k":5,"min_rating":3.50,' in written  # no number of the task; not as the task wrote it
+    assert f'"note":"{words["61.67"]} for {words["2"]} {words["tickets"]}, not 2.5"' in written  # no 2 in 2.5
+    assert table.expand(written) == action
+    assert SlotTable.of(conversation(goal)).delexicalise(action) == action  # numbers are task words only
+
+
 def test_slots_follow_the_order_values_first_appear_so_a_templates_wording_keeps_its_slots() -> None:
     names = ("Ada Lee", "Bo Kim", "Cy Moe")
     tables = [SlotTable.of(conversation(GOAL.replace("Nora Chen", name))) for name in names]
