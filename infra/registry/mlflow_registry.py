@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -70,6 +71,13 @@ def _lost_alias_race(message: str) -> bool:
     """An alias insert refused because a concurrent call inserted it first (SQLite and PostgreSQL wordings)."""
     text = message.lower()
     return "registered_model_aliases" in text and ("unique constraint" in text or "duplicate key" in text)
+
+
+_SAVING_MODEL_CODE = threading.Lock()
+"""MLflow runs a models-from-code file to save it, with a stand-in ``dbutils`` module put in ``sys.modules`` for
+the while; two saves at once in one process each restore what they found, so the stand-in stays there for good,
+and anything that walks ``sys.modules`` meets an object that is no module (Hypothesis's constant scan failed on it
+in CI after two trainers registered at once). One save at a time per process."""
 
 
 class MlflowRegistry:
@@ -239,13 +247,14 @@ class MlflowRegistry:
             # hints on predict comes from the child process that loads the model, and still shows)
             warnings.simplefilter("ignore", UserWarning)
             model = Path(tmp) / "model"
-            mlflow.pyfunc.save_model(
-                path=str(model),
-                python_model=str(Path(__file__).with_name("planner_model.py")),
-                artifacts={"checkpoint": str(checkpoint)},
-                signature=signature,
-                pip_requirements=[f"mlflow=={mlflow.__version__}", "torch", "transformers"],
-            )
+            with _SAVING_MODEL_CODE:
+                mlflow.pyfunc.save_model(
+                    path=str(model),
+                    python_model=str(Path(__file__).with_name("planner_model.py")),
+                    artifacts={"checkpoint": str(checkpoint)},
+                    signature=signature,
+                    pip_requirements=[f"mlflow=={mlflow.__version__}", "torch", "transformers"],
+                )
             self._client.log_artifacts(run_id, str(model), artifact_path)
 
     def download_artifacts(self, run_id: str, artifact_path: str, dst: Path) -> Path:
