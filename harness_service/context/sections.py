@@ -75,6 +75,10 @@ def system_text(
     return "\n\n".join(parts)
 
 
+TASK_HEADING = "# Task\n"
+"""The heading of the task's section, the first of the task turn (value slots find the task's wording by it)."""
+
+
 def task_text(
     goal: str,
     memories: Sequence[MemoryRecord],
@@ -83,7 +87,7 @@ def task_text(
     style: ObservationStyle = "full",
 ) -> str:
     """The goal, the memories retrieved for it and the first observation of the backend."""
-    parts = ["# Task\n" + goal.strip()]
+    parts = [TASK_HEADING + goal.strip()]
     if memories:
         parts.append("# Relevant memories\n" + "\n".join(f"- {m.render()}" for m in memories))
     if first is not None and (first.result is not None or first.error is not None):

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from harness_service.context.messages import ASSISTANT_START, USER_START, split_turns
+from harness_service.context.sections import TASK_HEADING
 
 SLOT_COUNT = 48
 """Slot tokens in the vocabulary; past this many distinct values in a conversation, slots are reused, newest wins
@@ -83,7 +84,7 @@ _AND = re.compile(r"[A-Z](?:(?! and ).)*")
 """The parts of a run of capitalised words joined by "and"."""
 _CONNECTOR = re.compile(rf"(?:(?:{_JOINERS}) )+")
 _OPENERS = ("\n", '"', "# ", "- ", ". ", "? ", "! ")
-_TASK = re.compile(r"# Task\n(.*?)(?:\n\n# |<\|im_end\|>|$)", re.S)
+_TASK = re.compile(re.escape(TASK_HEADING) + r"(.*?)(?:\n\n# |<\|im_end\|>|$)", re.S)
 """The task's wording in its user turn."""
 _WORD = re.compile(r"(?<![\w'])[a-z]{3,}(?![\w'])")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\.?\d|[^\W\d])")
@@ -113,24 +114,23 @@ class SlotTable:
         """The table of a ChatML conversation (the harness's rendered messages); with ``task_words``, the content
         words of its task ("kettle", "babysitter") are candidates too, named by the word slots ``<|wK|>``."""
         spans: list[tuple[int, int]] = []
-        words: list[tuple[int, int]] = []
+        words: set[tuple[int, int]] = set()
         position = 0
         for turn in split_turns(conversation):
             if turn.startswith(USER_START):
                 found = _candidates(turn)
                 spans.extend((position + a, position + b) for a, b in found)
                 if task_words and not words:
-                    words.extend((position + a, position + b) for a, b in _task_words(turn, found))
+                    words.update((position + a, position + b) for a, b in _task_words(turn, found))
             position += len(turn)
         by_value: dict[str, str] = {}
         slots: dict[str, str] = {}
         marks: list[tuple[int, int, str]] = []
         named = {False: 0, True: 0}  # distinct values, distinct words
-        word_spans = set(words)
-        for start, end in sorted({*spans, *word_spans}):
+        for start, end in sorted({*spans, *words}):
             value = conversation[start:end]
             if value not in by_value:
-                word = (start, end) in word_spans
+                word = (start, end) in words
                 bank = _WORD_TOKENS if word else _VALUE_TOKENS
                 token = bank[named[word] % len(bank)]
                 named[word] += 1
