@@ -28,3 +28,18 @@ class RolloutRequested(Event):
     temperature: Annotated[float, Field(gt=0.0, le=10.0)] | None = None
     """v2: sample a learned policy at this temperature, member k seeded ``seed + k`` (RL groups); None: the
     policy's own decoding (greedy for the planner)."""
+
+
+RETRY_SUFFIX = "-retry"
+"""Marks the episodes of a failed rollout's sampled retries: ``<episode id>-retry`` (members ``.g<k>``)."""
+
+
+def retry_episode_id(episode_id: str) -> str:
+    """The request episode id of the sampled retries of the rollout ``episode_id`` (any attempt of it)."""
+    return episode_id.split(".", 1)[0] + RETRY_SUFFIX
+
+
+def retried_episode(episode_id: str) -> str | None:
+    """The rollout whose retry ``episode_id`` is (any member or attempt of it), or None when it is no retry."""
+    request = episode_id.split(".", 1)[0]
+    return request.removesuffix(RETRY_SUFFIX) if request.endswith(RETRY_SUFFIX) else None

@@ -1,7 +1,8 @@
 """Pure round logic. Each function takes the event in hand plus what the log holds for its round.
 
 A round: RoundStarted -> (reweighter) SamplingPlanUpdated -> RolloutRequested x planned -> episodes are
-verified and curated -> enough admitted data ? TrainingRequested : RoundCompleted -> (trainer)
+verified and curated [-> a model's failed rollouts: one sampled RolloutRequested each (``failure_retries``), verified
+and curated too] -> enough admitted data ? TrainingRequested : RoundCompleted -> (trainer)
 ModelVersionRegistered -> dev RolloutRequested -> (dev evaluator) DevSetEvaluated -> [with a harness
 reviser: HarnessRevisionSkipped, or Proposed (waiting for a human), or Proposed+Decided+Published ->
 dev RolloutRequested of the revision -> DevSetEvaluated + the A/B HarnessRevisionDecided] -> RoundCompleted ->
@@ -36,6 +37,8 @@ from bus_schemas.events import (
     TaskSpecified,
     TrainingRequested,
     is_scripted,
+    retried_episode,
+    retry_episode_id,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER, Kind, group_id, is_better
 
@@ -64,6 +67,12 @@ class RoundConfig(BaseSettings):
     seed: int = 0
     """Seed of the train rollout draw (which tasks each round rolls out, and their seeds; round 0's cold-start draw
     among them). The same seed draws the same; 0 draws as before the seed existed, so earlier figures reproduce."""
+    failure_retries: Annotated[int, Field(ge=0, le=16)] = 0
+    """Sampled retries of each train rollout a model failed (one request, ``group_size`` this many, at
+    ``retry_temperature``): a retry that succeeds is a task the model's own decoding does not solve yet, the
+    evidence the loop can learn from; the round waits for them before it trains. 0: none. Scripted policies and
+    retries are never retried."""
+    retry_temperature: Annotated[float, Field(gt=0)] = 0.8
 
 
 def start_round(
@@ -156,6 +165,52 @@ def schedule(
         )
         for i, t in enumerate(picks)
     ]
+
+
+def retries(
+    failed: EpisodeVerified, task: TaskSpecified, started: RoundStarted, cfg: RoundConfig, producer: Producer
+) -> list[RolloutRequested]:
+    """The sampled retries of a model's failed train rollout ``failed``: one request for ``failure_retries``
+    episodes of the same task at ``retry_temperature`` (none for a scripted policy, a retry, or another outcome
+    than a failure). Its ids and seed derive from the failed episode, so a redelivered verdict asks again for the
+    same episodes (the rollout worker runs a request's episodes once)."""
+    if (
+        not cfg.failure_retries
+        or is_scripted(started.policy_version)
+        or failed.outcome != "failure"
+        or retried_episode(failed.episode_id) is not None
+    ):
+        return []
+    episode_id = retry_episode_id(failed.episode_id)
+    return [
+        RolloutRequested(
+            producer=producer,
+            run_id=started.run_id,
+            round=started.round,
+            causation_id=failed.event_id,
+            task_id=task.task_id,
+            episode_id=episode_id,
+            policy_version=started.policy_version,
+            harness_version=started.harness_version,
+            backend=task.backend,
+            seed=uuid.uuid5(uuid.NAMESPACE_URL, episode_id).int % 2**31,
+            budgets=task.budgets or Budgets(),
+            group_size=cfg.failure_retries,
+            temperature=cfg.retry_temperature,
+        )
+    ]
+
+
+def awaited_retries(verdicts: Sequence[EpisodeVerified], started: RoundStarted, cfg: RoundConfig) -> int:
+    """How many retry episodes the round's ``verdicts`` (of its train rollouts) ask for."""
+    if not cfg.failure_retries or is_scripted(started.policy_version):
+        return 0
+    failed = {
+        retry_episode_id(v.episode_id)
+        for v in verdicts
+        if v.outcome == "failure" and retried_episode(v.episode_id) is None
+    }
+    return cfg.failure_retries * len(failed)
 
 
 def dev_slice(dev: list[TaskSpecified], per_category: int | None) -> list[TaskSpecified]:

@@ -29,6 +29,8 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
     before_round,
+    retried_episode,
+    retry_episode_id,
 )
 from bus_schemas.topics import (
     TOPIC_CURATION,
@@ -45,12 +47,14 @@ from consumers.round_controller.handler import (
     VERSION,
     RoundConfig,
     after_curation,
+    awaited_retries,
     best_versions,
     complete,
     dev_slice,
     evaluate,
     harness_settled,
     next_round,
+    retries,
     schedule,
 )
 from infra.bootstrap import Ports
@@ -93,7 +97,7 @@ class RoundController:
     def __init__(self, config: RoundConfig | None = None) -> None:
         self.config = config or RoundConfig()
         self.ports: Ports | None = None
-        self._fired: set[tuple[str, int]] = set()
+        self._fired: set[tuple[str, int | str]] = set()
         self._views: dict[tuple[str, str, object], _View] = {}
         self._caught_up: set[str] = set()
         """Topics read up to their end while handling the current event (once each: on Kafka a look at the end
@@ -241,9 +245,15 @@ class RoundController:
         if any(e.round == r for e in self._read(TOPIC_MODELS, run, TrainingRequested)):
             return []
         train = self._train_ids(run)
+        verdicts = self._verdicts(run, r)
+        asked = self._retries(event, started, verdicts)
         decisions = self._view(TOPIC_CURATION, run, DECISIONS)
-        if len({e.episode_id for e in decisions.groups.get(r, []) if e.task_id in train}) < started.planned_rollouts:
-            return []
+        decided = {e.episode_id for e in decisions.groups.get(r, []) if e.task_id in train}
+        retried = {e for e in decided if retried_episode(e) is not None}
+        if len(decided - retried) < started.planned_rollouts or len(retried) < awaited_retries(
+            verdicts, started, self.config
+        ):
+            return asked
         # Every training run learns from all admitted trajectories so far (the dataset is the whole curated log).
         admitted = len(
             {
@@ -253,8 +263,24 @@ class RoundController:
             }
         )
         self._fired.add(("curated", r))
-        out = after_curation(event, started, admitted, self._verdicts(run, r), self.config, PRODUCER)
-        return self._close(out) if isinstance(out, RoundCompleted) else [out]
+        out = after_curation(event, started, admitted, verdicts, self.config, PRODUCER)
+        return asked + (self._close(out) if isinstance(out, RoundCompleted) else [out])
+
+    def _retries(self, decision: Event, started: RoundStarted, verdicts: list[EpisodeVerified]) -> list[Event]:
+        """The sampled retries of the decided episode when the model failed it (once per episode)."""
+        if not self.config.failure_retries or decision.episode_id is None:
+            return []
+        request = retry_episode_id(decision.episode_id)
+        if ("retry", request) in self._fired:
+            return []
+        verdict = next((v for v in verdicts if v.episode_id == decision.episode_id), None)
+        task = next((t for t in self._tasks(started.run_id, "train") if t.task_id == decision.task_id), None)
+        if verdict is None or task is None:
+            return []
+        asked = retries(verdict, task, started, self.config, PRODUCER)
+        if asked:
+            self._fired.add(("retry", request))
+        return list(asked)
 
     def _close(self, done: RoundCompleted) -> list[Event]:
         self._fired.add(("complete", done.round))

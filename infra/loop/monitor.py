@@ -36,6 +36,7 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
     is_scripted,
+    retried_episode,
 )
 from bus_schemas.topics import TOPICS
 from consumers.dev_evaluator.handler import AB_DECIDER, kind_of
@@ -93,6 +94,8 @@ class RoundProgress:
     harness: str = ""  # the reviser's answer: "skipped", "proposed", "accepted", "rejected", "published"
     harness_note: str = ""
     completed: RoundCompleted | None = None
+    retry_verified: int = 0  # sampled retries of failed rollouts (LoopConfig.failure_retries), not in verified
+    retry_solved: int = 0
     rl_episodes: int = 0  # episodes of the round's GRPO groups (not counted in ended/verified/solved)
     rl_solved: int = 0
     rl_steps: int = 0
@@ -219,6 +222,9 @@ class RunMonitor:
             _, dev = self._episodes.get(e.episode_id, (e.round, False))
             if dev:
                 r.dev_verified += 1
+            elif retried_episode(e.episode_id) is not None:
+                r.retry_verified += 1
+                r.retry_solved += e.outcome == "success"
             else:
                 r.verified += 1
                 r.solved += e.outcome == "success"
@@ -294,6 +300,8 @@ def ab_note(decided: HarnessRevisionDecided) -> str:
 def summary_line(r: RoundProgress) -> str:
     """One line per finished round, as printed by ``flywheel run``."""
     solved = f"{r.solved}/{r.verified} solved" if r.verified else "no rollouts"
+    if r.retry_verified:
+        solved += f", retries {r.retry_solved}/{r.retry_verified} solved"
     curation = f"admitted {r.admitted} (self {r.admitted_self}) rejected {r.rejected} quarantined {r.quarantined}"
     if r.training == "succeeded":
         training = f"trained {r.model}"

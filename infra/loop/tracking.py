@@ -78,6 +78,8 @@ def round_metrics(row: RoundRow) -> dict[str, float]:
         ),
         "episodes": row.episodes,
         "solved": row.solved,
+        "retry_episodes": row.retry_episodes,
+        "retry_solved": row.retry_solved,
         "admitted": row.admitted,
         "admitted_self": row.admitted_self,
         "rejected": row.rejected,

@@ -30,6 +30,7 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
     is_scripted,
+    retried_episode,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER, compare_paired, kind_of, model_ref, outcomes
 from infra.config import mask_credentials
@@ -92,6 +93,10 @@ class RoundRow:
     rl_episodes: int = 0
     """Episodes of the round's RL groups (sampled; not in ``episodes``, which are the round's planned rollouts)."""
     rl_solved: int = 0
+    retry_episodes: int = 0
+    """Sampled retries of the train rollouts the round's model failed (``LoopConfig.failure_retries``); not in
+    ``episodes``. ``retry_solved`` of them succeeded: tasks the model's greedy decoding did not solve."""
+    retry_solved: int = 0
     care_schedule: str | None = None
     """The CARE reward schedule of this round's RL; ``care_schedule_next`` is the controller's choice after it."""
     care_schedule_next: str | None = None
@@ -335,6 +340,9 @@ def build_report(
             verdict = verified.get(episode_id)
             row(end.round).rl_episodes += 1
             row(end.round).rl_solved += verdict is not None and verdict.outcome == "success"
+        elif end.round is not None and retried_episode(episode_id) is not None and episode_id in verified:
+            row(end.round).retry_episodes += 1
+            row(end.round).retry_solved += verified[episode_id].outcome == "success"
         elif (
             end.round is not None and episode_id not in dev_episodes and episode_id in verified
         ):  # sub-agents: no verdict

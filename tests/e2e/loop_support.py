@@ -41,6 +41,7 @@ def small_loop(tmp_path: Path) -> LoopConfig:
         rounds=2,
         first_round_rollouts=FIRST_ROLLOUTS,
         rollouts_per_round=8,
+        failure_retries=0,  # an untrained model fails nearly every rollout; test_loop_embedded retries them once
         min_admitted_for_training=8,
         learner=learner,
         out_dir=tmp_path / "runs",

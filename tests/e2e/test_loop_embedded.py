@@ -11,9 +11,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from loop_support import DEV_PER_CATEGORY, check_run
+from loop_support import DEV_PER_CATEGORY, check_run, run_events
 from rl_support import GROUP, RL_STEPS, TASKS_PER_STEP, check_rl, small_mixed_loop
 
+from bus_schemas.events import (
+    EpisodeVerified,
+    RolloutRequested,
+    TrainingRequested,
+    retried_episode,
+    retry_episode_id,
+)
+from consumers.dev_evaluator.handler import kind_of
 from infra.bootstrap import open_ports
 from infra.config import load_settings
 from infra.loop.run import run_loop
@@ -29,7 +37,9 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
         blobs=f"file:///{tmp_path}/blobs",
         registry=f"sqlite:///{tmp_path}/mlflow.db",
     )
-    loop = small_mixed_loop(tmp_path).model_copy(update={"external_suites": ("bfcl",)})  # an installed plugin
+    loop = small_mixed_loop(tmp_path).model_copy(
+        update={"external_suites": ("bfcl",), "failure_retries": 1}  # bfcl: an installed plugin
+    )
     result = run_loop(settings, loop, run_id=run_id, show_progress=False)
     assert result.bus_url.endswith(f"?namespace={run_id}") and result.dead_letters == 0
     assert [r.round for r in result.rounds] == [0, 1] and all(r.dev is not None for r in result.rounds)
@@ -44,8 +54,32 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
     try:
         check_run(ports, run_id, tmp_path / "runs" / run_id)
         check_rl(ports, run_id, tmp_path / "runs" / run_id)
+        check_retries(ports, run_id, report)
     finally:
         ports.close()
+
+
+def check_retries(ports, run_id: str, report: dict) -> None:  # noqa: ANN001
+    """Round 1's model retried each planned rollout it failed once, sampled, before the round trained; round 0's
+    reference solver was never retried; the report counts the retries apart from the planned rollouts."""
+    events = run_events(ports, run_id)
+    planned = {
+        e.episode_id
+        for e in events
+        if isinstance(e, RolloutRequested) and e.producer.service == "round_controller" and e.group_id is not None
+    }
+    planned -= {e.episode_id for e in events if isinstance(e, RolloutRequested) and kind_of(e.group_id)}
+    verdicts = {e.episode_id: e for e in events if isinstance(e, EpisodeVerified)}
+    failed = {p for p in planned if p in verdicts and verdicts[p].outcome == "failure"}
+    retries = [e for e in events if isinstance(e, RolloutRequested) and retried_episode(e.episode_id)]
+    assert failed and {r.episode_id for r in retries} == {retry_episode_id(f) for f in failed}
+    assert all((r.round, r.group_size, r.temperature) == (1, 1, 0.8) for r in retries)
+    ran = [verdicts[r.episode_id] for r in retries if r.episode_id in verdicts]
+    assert len(ran) == len(retries)
+    [trained] = [e for e in events if isinstance(e, TrainingRequested) and e.round == 1]
+    assert max(v.occurred_at for v in ran) <= trained.occurred_at
+    assert report["rounds"][1]["retry_episodes"] == len(ran) and report["rounds"][0]["retry_episodes"] == 0
+    assert report["rounds"][1]["retry_solved"] == sum(v.outcome == "success" for v in ran)
 
 
 def test_the_in_process_loop_leaves_the_environment_alone(tmp_path):

@@ -420,3 +420,48 @@ def test_a_models_rollouts_sample_at_the_configured_temperature_and_the_referenc
         **{**IDS, "round": 1}, plan_id="run-test/round-1", category_weights=even, reweighter_version="v"
     )
     assert all(r.temperature is None for r in ctl.handle(later, ports))
+
+
+def test_a_failed_model_rollout_is_retried_sampled_and_the_round_waits_for_the_retries(ports):
+    ctl, started, train = _setup(ports, cfg=RoundConfig(min_admitted_for_training=1, failure_retries=2))
+    outcomes = ["success", "failure", "error", "failure"]
+    publish_all(ports.bus, [verdict(train[i], outcome=o, episode_id=f"ep-{i}") for i, o in enumerate(outcomes)])
+    asked = []
+    for i in range(4):
+        decision = _decision(train[i], i, admitted=i == 0)
+        publish_all(ports.bus, [decision])
+        asked += ctl.handle(decision, ports)
+    # only the failures (not the success, not the infrastructure error) are retried, and training waits
+    assert [(r.event_type, r.episode_id, r.task_id) for r in asked] == [
+        ("RolloutRequested", "ep-1-retry", train[1].task_id),
+        ("RolloutRequested", "ep-3-retry", train[3].task_id),
+    ]
+    assert all(
+        (r.group_size, r.temperature, r.policy_version, r.harness_version, r.round) == (2, 0.8, "p0", "h0", 0)
+        for r in asked
+    )
+    assert ctl.handle(_decision(train[1], 1, admitted=False), ports) == []  # a redelivery asks for nothing more
+    retried = [("ep-1-retry", 1), ("ep-1-retry.g1", 1), ("ep-3-retry", 3), ("ep-3-retry.g1", 3)]
+    outputs = []
+    for n, (episode, i) in enumerate(retried):
+        decision = _decision(train[i], i, admitted=n == 0).model_copy(update={"episode_id": episode})
+        publish_all(ports.bus, [verdict(train[i], outcome="success" if n == 0 else "failure", episode_id=episode)])
+        publish_all(ports.bus, [decision])
+        outputs.append(ctl.handle(decision, ports))
+    assert outputs[:3] == [[], [], []]  # a failed retry is not retried, and the round still waits
+    [trained] = outputs[3]
+    assert trained.event_type == "TrainingRequested" and trained.admitted_trajectories == 2
+
+
+def test_the_reference_solvers_failures_are_not_retried(ports):
+    ctl = RoundController(RoundConfig(min_admitted_for_training=1, failure_retries=2))
+    tasks = list(suite())
+    publish_all(ports.bus, [*tasks, start_round("run-test", 0, "scripted:reference", "h0", 4, P)])
+    train = [t for t in tasks if t.split == "train"]
+    publish_all(ports.bus, [verdict(train[i], outcome="failure", episode_id=f"ep-{i}") for i in range(4)])
+    outputs = []
+    for i in range(4):
+        decision = _decision(train[i], i, admitted=i == 0)
+        publish_all(ports.bus, [decision])
+        outputs += ctl.handle(decision, ports)
+    assert [e.event_type for e in outputs] == ["TrainingRequested"]
