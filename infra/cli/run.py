@@ -83,6 +83,15 @@ def run(
     rollouts: Annotated[
         int | None, typer.Option(min=1, help="Rollouts of the round's model in each later round.")
     ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=16,
+            help="Sampled retries of each train rollout the round's model failed (default 2; 0: none). A retry "
+            "that succeeds is a task greedy decoding does not solve yet; it is curated like any rollout.",
+        ),
+    ] = None,
     seed: Annotated[
         int | None,
         typer.Option(
@@ -182,6 +191,7 @@ def run(
             "rounds": rounds,
             "first_round_rollouts": first_rollouts,
             "rollouts_per_round": rollouts,
+            "failure_retries": retries,
             "seed": seed,
             "external_suites": tuple(external_suite) if external_suite else None,
             "algorithm": algorithm,

@@ -21,9 +21,18 @@ def test_the_seed_reaches_the_round_controller_in_process_and_in_its_own_process
     assert LoopConfig().round_settings()["seed"] == 0
 
 
-def test_flywheel_run_takes_a_seed():
+def test_flywheel_run_takes_a_seed_and_the_retries():
     result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
-    assert result.exit_code == 0 and "--seed" in result.output
+    assert result.exit_code == 0 and "--seed" in result.output and "--retries" in result.output
+
+
+def test_the_failure_retries_reach_the_round_controller_in_process_and_in_its_own_process(monkeypatch):
+    config = LoopConfig(failure_retries=3, retry_temperature=0.6)
+    assert (RoundConfig(**config.round_settings()).failure_retries, RoundConfig().failure_retries) == (3, 0)
+    for name, value in config.round_env().items():
+        monkeypatch.setenv(name, value)
+    assert (RoundConfig().failure_retries, RoundConfig().retry_temperature) == (3, 0.6)
+    assert LoopConfig().round_settings()["failure_retries"] == 2
 
 
 def test_rl_runs_grpo_alone_and_mixed_runs_continued_sft_before_it():
