@@ -125,6 +125,40 @@ def draw_key(seed: int, round_: int) -> str:
     return f"round-{round_}" if seed == 0 else f"{seed}/round-{round_}"
 
 
+def _rollout(
+    cause: Event,
+    started: RoundStarted,
+    task: TaskSpecified,
+    episode_id: str,
+    seed: int,
+    producer: Producer,
+    *,
+    versions: tuple[str, str] | None = None,
+    group_id: str | None = None,
+    group_size: int = 1,
+    temperature: float | None = None,
+) -> RolloutRequested:
+    """A request of the round for one episode of ``task`` with the round's (policy, harness) ``versions`` unless
+    others are given (a dev evaluation's)."""
+    policy_version, harness_version = versions or (started.policy_version, started.harness_version)
+    return RolloutRequested(
+        producer=producer,
+        run_id=started.run_id,
+        round=started.round,
+        causation_id=cause.event_id,
+        task_id=task.task_id,
+        episode_id=episode_id,
+        policy_version=policy_version,
+        harness_version=harness_version,
+        backend=task.backend,
+        seed=seed,
+        budgets=task.budgets or Budgets(),
+        group_id=group_id,
+        group_size=group_size,
+        temperature=temperature,
+    )
+
+
 def schedule(
     plan: SamplingPlanUpdated,
     started: RoundStarted,
@@ -148,18 +182,13 @@ def schedule(
     rng = random.Random(draw_key(seed, started.round))
     picks = _weighted_draws(rng, tasks, weights, started.planned_rollouts)
     return [
-        RolloutRequested(
-            producer=producer,
-            run_id=started.run_id,
-            round=started.round,
-            causation_id=plan.event_id,
-            task_id=t.task_id,
-            episode_id=f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{plan.plan_id}/{i}')}",
-            policy_version=started.policy_version,
-            harness_version=started.harness_version,
-            backend=t.backend,
-            seed=rng.randrange(2**31),
-            budgets=t.budgets or Budgets(),
+        _rollout(
+            plan,
+            started,
+            t,
+            f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{plan.plan_id}/{i}')}",
+            rng.randrange(2**31),
+            producer,
             group_id=plan.plan_id,
             temperature=temperature,
         )
@@ -172,8 +201,8 @@ def retries(
 ) -> list[RolloutRequested]:
     """The sampled retries of a model's failed train rollout ``failed``: one request for ``failure_retries``
     episodes of the same task at ``retry_temperature`` (none for a scripted policy, a retry, or another outcome
-    than a failure). Its ids and seed derive from the failed episode, so a redelivered verdict asks again for the
-    same episodes (the rollout worker runs a request's episodes once)."""
+    than a failure). Its ids and seed derive from the failed episode, so a redelivered decision asks again for the
+    same episodes, as a redelivered plan does."""
     if (
         not cfg.failure_retries
         or is_scripted(started.policy_version)
@@ -182,19 +211,15 @@ def retries(
     ):
         return []
     episode_id = retry_episode_id(failed.episode_id)
+    seed = uuid.uuid5(uuid.NAMESPACE_URL, episode_id).int % 2**31
     return [
-        RolloutRequested(
-            producer=producer,
-            run_id=started.run_id,
-            round=started.round,
-            causation_id=failed.event_id,
-            task_id=task.task_id,
-            episode_id=episode_id,
-            policy_version=started.policy_version,
-            harness_version=started.harness_version,
-            backend=task.backend,
-            seed=uuid.uuid5(uuid.NAMESPACE_URL, episode_id).int % 2**31,
-            budgets=task.budgets or Budgets(),
+        _rollout(
+            failed,
+            started,
+            task,
+            episode_id,
+            seed,
+            producer,
             group_size=cfg.failure_retries,
             temperature=cfg.retry_temperature,
         )
@@ -239,18 +264,14 @@ def evaluate(
     """One rollout per dev task for a new model or harness version; ids derive from the versions."""
     group = group_id(kind, policy_version, harness_version)
     return [
-        RolloutRequested(
-            producer=producer,
-            run_id=started.run_id,
-            round=started.round,
-            causation_id=cause.event_id,
-            task_id=t.task_id,
-            episode_id=f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{group}/{t.task_id}')}",
-            policy_version=policy_version,
-            harness_version=harness_version,
-            backend=t.backend,
-            seed=t.initial_conditions.seed,
-            budgets=t.budgets or Budgets(),
+        _rollout(
+            cause,
+            started,
+            t,
+            f"ep-{uuid.uuid5(uuid.NAMESPACE_URL, f'{group}/{t.task_id}')}",
+            t.initial_conditions.seed,
+            producer,
+            versions=(policy_version, harness_version),
             group_id=group,
         )
         for t in sorted(dev, key=lambda t: t.task_id)
