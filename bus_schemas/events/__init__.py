@@ -30,7 +30,7 @@ from bus_schemas.events.harness import (
     HarnessRevisionSkipped,
     HarnessVersionPublished,
 )
-from bus_schemas.events.rollouts import RolloutRequested, retried_episode, retry_episode_id
+from bus_schemas.events.rollouts import RolloutRequested, request_of, retried_episode, retry_episode_id
 from bus_schemas.events.rounds import RoundCompleted, RoundStarted, before_round, is_scripted, scripted_rounds
 from bus_schemas.events.sampling import SamplingPlanUpdated, TaskGenerationRequested
 from bus_schemas.events.tasks import (
@@ -174,6 +174,7 @@ __all__ = [
     "before_round",
     "is_scripted",
     "overall_score",
+    "request_of",
     "retried_episode",
     "retry_episode_id",
     "scripted_rounds",

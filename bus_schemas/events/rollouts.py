@@ -30,16 +30,21 @@ class RolloutRequested(Event):
     policy's own decoding (greedy for the planner)."""
 
 
+def request_of(episode_id: str) -> str:
+    """The request's episode id of a group member's episode (``<id>.g<k>.a<n>`` -> ``<id>``)."""
+    return episode_id.split(".", 1)[0]
+
+
 RETRY_SUFFIX = "-retry"
 """Marks the episodes of a failed rollout's sampled retries: ``<episode id>-retry`` (members ``.g<k>``)."""
 
 
 def retry_episode_id(episode_id: str) -> str:
     """The request episode id of the sampled retries of the rollout ``episode_id`` (any attempt of it)."""
-    return episode_id.split(".", 1)[0] + RETRY_SUFFIX
+    return request_of(episode_id) + RETRY_SUFFIX
 
 
 def retried_episode(episode_id: str) -> str | None:
     """The rollout whose retry ``episode_id`` is (any member or attempt of it), or None when it is no retry."""
-    request = episode_id.split(".", 1)[0]
+    request = request_of(episode_id)
     return request.removesuffix(RETRY_SUFFIX) if request.endswith(RETRY_SUFFIX) else None

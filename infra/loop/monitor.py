@@ -36,6 +36,7 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
     is_scripted,
+    request_of,
     retried_episode,
 )
 from bus_schemas.topics import TOPICS
@@ -44,7 +45,7 @@ from infra.bus.port import Bus
 from infra.bus.records import Record
 from infra.events import decodable
 from infra.outages import OutageWait, is_outage
-from infra.report.model import RL_GROUP_PREFIX, request_of
+from infra.report.model import RL_GROUP_PREFIX
 
 STAGES = (
     "reweighting",

@@ -30,6 +30,7 @@ from bus_schemas.events import (
     TrajectoryQuarantined,
     TrajectoryRejected,
     is_scripted,
+    request_of,
     retried_episode,
 )
 from consumers.dev_evaluator.handler import AB_DECIDER, compare_paired, kind_of, model_ref, outcomes
@@ -38,11 +39,6 @@ from infra.config import mask_credentials
 CATEGORIES = ("tool_use", "memory", "skills", "sub_agent")
 RL_GROUP_PREFIX = "grpo:"
 """Group ids of the learner's GRPO requests (learner.rl.loop.GROUP_PREFIX)."""
-
-
-def request_of(episode_id: str) -> str:
-    """The request's episode id of a group member's episode (``<id>.g<k>.a<n>`` -> ``<id>``)."""
-    return episode_id.split(".", 1)[0]
 
 
 @dataclass
