@@ -201,8 +201,11 @@ def retries(
 ) -> list[RolloutRequested]:
     """The sampled retries of a model's failed train rollout ``failed``: one request for ``failure_retries``
     episodes of the same task at ``retry_temperature`` (none for a scripted policy, a retry, or another outcome
-    than a failure). Its ids and seed derive from the failed episode, so a redelivered decision asks again for the
-    same episodes, as a redelivered plan does."""
+    than a failure). Its ids derive from the failed episode, so a redelivered decision asks again for the same
+    episodes, as a redelivered plan does. Its seed derives from the draw's seed, the round and the task, not from the
+    episode id (which holds the run id): two runs with the same seed sample the same retries, as they draw the same
+    rollouts. Two draws of one task in a round (only when a round plans more rollouts than its pool has tasks) share
+    their retries' seed."""
     if (
         not cfg.failure_retries
         or is_scripted(started.policy_version)
@@ -211,7 +214,7 @@ def retries(
     ):
         return []
     episode_id = retry_episode_id(failed.episode_id)
-    seed = uuid.uuid5(uuid.NAMESPACE_URL, episode_id).int % 2**31
+    seed = uuid.uuid5(uuid.NAMESPACE_URL, f"{draw_key(cfg.seed, started.round)}/{task.task_id}/retry").int % 2**31
     return [
         _rollout(
             failed,

@@ -453,6 +453,26 @@ def test_a_failed_model_rollout_is_retried_sampled_and_the_round_waits_for_the_r
     assert trained.event_type == "TrainingRequested" and trained.admitted_trajectories == 2
 
 
+def test_two_runs_with_the_same_seed_sample_the_same_retries():
+    """A retry's seed follows the draw's seed, the round and the task, not the episode id (which holds the run id):
+    two runs with one seed retry a failure with the same samples, as they draw the same rollouts; another seed
+    samples anew, and another task of the same run gets its own seed."""
+    from consumers.round_controller.handler import retries
+
+    train = [t for t in suite() if t.split == "train"]
+
+    def retry_seed(run: str, seed: int, task) -> int:  # noqa: ANN001
+        started = start_round(run, 1, "p0", "h0", 4, P)
+        failed = verdict(task, outcome="failure", episode_id=f"ep-{run}-7")
+        [asked] = retries(failed, task, started, RoundConfig(failure_retries=2, seed=seed), P)
+        assert asked.episode_id == f"ep-{run}-7-retry" and asked.group_size == 2
+        return asked.seed
+
+    assert retry_seed("run-a", 0, train[0]) == retry_seed("run-b", 0, train[0])
+    assert retry_seed("run-a", 1, train[0]) == retry_seed("run-b", 1, train[0]) != retry_seed("run-a", 0, train[0])
+    assert retry_seed("run-a", 0, train[1]) != retry_seed("run-a", 0, train[0])
+
+
 def test_the_reference_solvers_failures_are_not_retried(ports):
     ctl = RoundController(RoundConfig(min_admitted_for_training=1, failure_retries=2))
     tasks = list(suite())
