@@ -11,7 +11,14 @@ split. The table gives dev and test Overall per category for both arms, what the
 (admitted_self, train_examples_self per round) and the wall time of each arm. CARE vs no-CARE from one SFT
 checkpoint is ``bench/care_ablation.py``.
 
-    .venv/bin/python bench/flywheel_ablation.py [--rounds 3] [--algorithm sft|rl|mixed] [--out runs/ablation]
+One seed is one sample: the main job's test Overall was 0.344 on seed 0 and 0.431 on seed 1 (2026-12-06, same
+code), and its round-0 models 0.381 and 0.450, while arms differed by less. ``--seeds 0 1 2`` runs both arms on
+each seed (the seed draws the cold start's demonstrations, each round's rollouts and the SFT order; the dev and
+test tasks are the same) and ends with the mean of each arm and the paired test difference over every (seed, test
+task) pair with its 95% bootstrap interval: an interval that spans 0 says the loop did not beat SFT-only beyond
+the noise of these tasks and seeds (it cannot speak for seeds not run). About 28 minutes per seed on two cores.
+
+    .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """
 
 # ruff: noqa: E402  (HF_HUB_OFFLINE is set before transformers and trl are imported)
@@ -21,13 +28,16 @@ import argparse
 import json
 import os
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import mean
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from rich.console import Console
 from rich.table import Table
 
+from consumers.dev_evaluator.handler import PairedResult, compare_paired
 from infra.cli.quiet import quiet_console
 from infra.config import load_settings
 from infra.loop.config import LoopConfig, profile
@@ -74,9 +84,100 @@ def _scores(report: dict, key: str) -> dict[str, float]:
     return {"overall": last.get("test_overall") or 0.0, **last.get("test_per_category", {})}
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One arm on one seed: its report, its test episodes and its wall time."""
+
+    name: str
+    seed: int
+    report: dict
+    test: dict
+    wall_time_s: float
+
+
+def run_seed(seed: int, loop: LoopConfig, root: Path, console: Console) -> list[Arm]:
+    """Both arms on ``seed`` (run ids ``<arm>-s<seed>``), the SFT-only arm first."""
+    seeded = loop.model_copy(update={"seed": seed})
+    arms = []
+    for name, config in (("sft-only", sft_only(seeded)), ("loop", seeded)):
+        result = run_arm(f"{name}-s{seed}", config, root, console)
+        test = result.report_html.with_name("test_episodes.json")
+        arms.append(
+            Arm(
+                name,
+                seed,
+                json.loads(result.report_html.with_suffix(".json").read_text()),
+                json.loads(test.read_text()) if test.is_file() else {"episodes": []},
+                result.wall_time_s,
+            )
+        )
+    return arms
+
+
+def paired_test(arms: list[Arm]) -> PairedResult | None:
+    """loop - sft-only on test over every (seed, test task) pair, with the dev evaluator's paired bootstrap."""
+    solved: dict[str, dict[str, bool]] = {"sft-only": {}, "loop": {}}
+    category: dict[str, str] = {}
+    for arm in arms:
+        for row in arm.test["episodes"]:
+            key = f"s{arm.seed}/{row['task_id']}"
+            solved[arm.name][key] = row["outcome"] == "success"
+            category[key] = row["category"]
+    seeds = sorted({arm.seed for arm in arms})
+    return compare_paired(solved["sft-only"], solved["loop"], category, seed=f"ablation/{seeds}")
+
+
+def print_arms(arms: list[Arm], console: Console) -> None:
+    table = Table(title="SFT on the demonstrations only vs the closed loop (same seeds, same optimiser steps)")
+    for column in ("arm", "seed", "split"):
+        table.add_column(column)
+    for column in ("overall", *CATEGORIES):
+        table.add_column(column, justify="right")
+    table.add_column("wall", justify="right")
+    for arm in arms:
+        for split in ("dev", "test"):
+            scores = _scores(arm.report, split)
+            wall = f"{arm.wall_time_s / 60:.1f} min" if split == "dev" else ""
+            cells = (f"{scores.get(c, 0.0):.3f}" for c in ("overall", *CATEGORIES))
+            table.add_row(arm.name, str(arm.seed), split, *cells, wall)
+    console.print(table)
+    for arm in arms:
+        if arm.name != "loop":
+            continue
+        for r in arm.report["rounds"]:
+            console.print(
+                f"loop seed {arm.seed} round {r['round']}: dev {r.get('dev_overall') or 0:.3f}, "
+                f"admitted_self {r.get('admitted_self', 0)}, train_examples_self {r.get('train_examples_self', 0)}, "
+                f"rl_steps {r.get('rl_steps', 0)}, care_schedule {r.get('care_schedule')}"
+            )
+
+
+def summary(arms: list[Arm]) -> dict[str, object]:
+    """Each arm's test and dev Overall per seed and their means, and the paired test difference."""
+    out: dict[str, object] = {}
+    for name in ("sft-only", "loop"):
+        mine = [a for a in arms if a.name == name]
+        tests = [_scores(a.report, "test")["overall"] for a in mine]
+        devs = [_scores(a.report, "dev")["overall"] for a in mine]
+        out[name] = {
+            "seeds": [a.seed for a in mine],
+            "test": tests,
+            "dev": devs,
+            "test_mean": mean(tests),
+            "dev_mean": mean(devs),
+            "per_seed": {
+                str(a.seed): {"dev": _scores(a.report, "dev"), "test": _scores(a.report, "test")} for a in mine
+            },
+        }
+    paired = paired_test(arms)
+    out["paired_test"] = None if paired is None else asdict(paired)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="quick", help="the loop's profile (quick|full)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="draw seeds, both arms on each (default 0)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds of the loop arm (default: the profile's)")
     parser.add_argument("--algorithm", choices=("sft", "rl", "mixed"), default=None)
     parser.add_argument("--first-rollouts", type=int, default=None, help="the cold start's demonstration budget")
@@ -105,34 +206,24 @@ def main() -> None:
     loop = loop.model_copy(update={"learner": learner, **{k: v for k, v in updates.items() if v is not None}})
     args.out.mkdir(parents=True, exist_ok=True)
     quiet_console(args.out / "logs" / "ablation.log")
-    console.print(f"same budget: {loop_steps(loop)} optimiser steps per arm; out {args.out}")
-    arms = {"sft-only": sft_only(loop), "loop": loop}
-    results = {name: run_arm(name, config, args.out, console) for name, config in arms.items()}
-    reports = {name: json.loads(r.report_html.with_suffix(".json").read_text()) for name, r in results.items()}
-
-    table = Table(title="SFT on the demonstrations only vs the closed loop (same seeds, same optimiser steps)")
-    table.add_column("arm")
-    table.add_column("split")
-    for column in ("overall", *CATEGORIES):
-        table.add_column(column, justify="right")
-    table.add_column("wall", justify="right")
-    for name, report in reports.items():
-        for split in ("dev", "test"):
-            scores = _scores(report, split)
-            wall = f"{results[name].wall_time_s / 60:.1f} min" if split == "dev" else ""
-            table.add_row(name, split, *(f"{scores.get(c, 0.0):.3f}" for c in ("overall", *CATEGORIES)), wall)
-    console.print(table)
-    for r in reports["loop"]["rounds"]:
+    console.print(f"same budget: {loop_steps(loop)} optimiser steps per arm; seeds {args.seeds}; out {args.out}")
+    arms = [arm for seed in args.seeds for arm in run_seed(seed, loop, args.out, console)]
+    print_arms(arms, console)
+    result = summary(arms)
+    for name in ("sft-only", "loop"):
+        figures = result[name]
+        assert isinstance(figures, dict)
+        tests = ", ".join(f"{t:.3f}" for t in figures["test"])
         console.print(
-            f"loop round {r['round']}: dev {r.get('dev_overall') or 0:.3f}, admitted_self {r.get('admitted_self', 0)}, "
-            f"train_examples_self {r.get('train_examples_self', 0)}, rl_steps {r.get('rl_steps', 0)}, "
-            f"care_schedule {r.get('care_schedule')}"
+            f"{name}: test Overall mean {figures['test_mean']:.3f} ({tests}), dev mean {figures['dev_mean']:.3f}"
         )
-    gain = _scores(reports["loop"], "test")["overall"] - _scores(reports["sft-only"], "test")["overall"]
-    console.print(f"[bold]test Overall, loop - sft-only: {gain:+.3f}[/]")
-    (args.out / "ablation.json").write_text(
-        json.dumps({name: {"dev": _scores(r, "dev"), "test": _scores(r, "test")} for name, r in reports.items()})
-    )
+    paired = paired_test(arms)
+    if paired is not None:
+        console.print(
+            f"[bold]test Overall, loop - sft-only: {paired.delta:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}] over "
+            f"{paired.tasks} (seed, task) pairs; the loop alone solved {paired.wins}, SFT-only alone {paired.losses}[/]"
+        )
+    (args.out / "ablation.json").write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

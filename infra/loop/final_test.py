@@ -28,7 +28,8 @@ def evaluate_test(
 
     The episodes run in this process after the consumers stopped, so they stay off the bus (a replay of the
     verifier or curator would otherwise judge episodes the live run never judged); ``out`` gets one line per
-    test task (outcome, steps, tokens). Greedy decoding and task seeds make them reproducible from the versions.
+    test task (category, outcome, steps, tokens). Greedy decoding and task seeds make them reproducible from the
+    versions.
     """
     best = best_by_dev(rounds)
     if best is None:
@@ -47,9 +48,10 @@ def evaluate_test(
     policy = PlannerPolicy(
         model, tokenizer, name=f"{best.model_name}/{best.model_version}", window=PromptWindow.load(local)
     )
+    tasks = test_tasks(learner, run_id)
     report = evaluate_dev(
         policy,
-        test_tasks(learner, run_id),
+        tasks,
         config=harness,
         skills=skills(),
         blobs=ports.blobs,
@@ -65,9 +67,11 @@ def evaluate_test(
     )
     publish_all(ports.bus, [test])
     if out is not None:
+        category = {t.task_id: t.category for t in tasks}
         rows = [
             {
                 "task_id": e.verdict.task_id,
+                "category": category[e.verdict.task_id],
                 "outcome": e.verdict.outcome,
                 "steps": e.outcome.steps,
                 "end": e.outcome.reason,

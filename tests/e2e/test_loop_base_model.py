@@ -12,7 +12,9 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 from user_checkpoint import users_checkpoint
 
+from bus_schemas.events.training import overall_score
 from infra.cli.main import app
+from learner.config import CATEGORIES
 from learner.model.window import PromptWindow
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -44,6 +46,13 @@ def test_flywheel_run_trains_a_users_checkpoint_with_lora(tmp_path: Path, monkey
     report = json.loads((tmp_path / "runs" / "base-lora" / "report.json").read_text())
     (round0,) = report["rounds"]
     assert round0["dev_model_version"] == "planner/1" and round0["test_overall"] is not None
+    test = json.loads((tmp_path / "runs" / "base-lora" / "test_episodes.json").read_text())
+    by_category: dict[str, list[bool]] = {}
+    for row in test["episodes"]:  # one row per test task, with its category: the figure can be recomputed
+        by_category.setdefault(row["category"], []).append(row["outcome"] == "success")
+    assert set(by_category) == set(CATEGORIES)
+    rates = {c: sum(solved) / len(solved) for c, solved in by_category.items()}
+    assert overall_score(rates) == pytest.approx(round0["test_overall"]) == pytest.approx(test["overall"])
     trained = next((tmp_path / ".flywheel" / "learner").glob("sft-base-lora-r0"))
     window = PromptWindow.load(trained)
     assert window.chat_template and window.max_prompt_tokens == 4096
