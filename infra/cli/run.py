@@ -88,9 +88,9 @@ def run(
         typer.Option(
             min=0,
             max=16,
-            help="Sampled retries of each train rollout the round's model failed (default 0: none). A retry "
-            "that succeeds is a task greedy decoding does not solve yet; it is curated like any rollout. Sampled "
-            "episodes do not repeat exactly from run to run.",
+            help="Sampled retries of each train rollout the round's model failed (default 2; 0: none). A retry "
+            "that succeeds is a task greedy decoding does not solve yet; it is curated like any rollout. Their "
+            "seeds follow --seed, so a run with retries repeats.",
         ),
     ] = None,
     seed: Annotated[

@@ -32,7 +32,7 @@ def test_the_failure_retries_reach_the_round_controller_in_process_and_in_its_ow
     for name, value in config.round_env().items():
         monkeypatch.setenv(name, value)
     assert (RoundConfig().failure_retries, RoundConfig().retry_temperature) == (3, 0.6)
-    assert LoopConfig().round_settings()["failure_retries"] == 0
+    assert LoopConfig().round_settings()["failure_retries"] == 2  # the main job retries; a bare consumer does not
 
 
 def test_rl_runs_grpo_alone_and_mixed_runs_continued_sft_before_it():
