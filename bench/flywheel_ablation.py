@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -86,31 +87,50 @@ def _scores(report: dict, key: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm on one seed: its report, its test episodes and its wall time."""
+    """One arm on one seed: its report, its test episodes and its wall time (None: read back without one)."""
 
     name: str
     seed: int
     report: dict
     test: dict
-    wall_time_s: float
+    wall_time_s: float | None
 
 
-def run_seed(seed: int, loop: LoopConfig, root: Path, console: Console) -> list[Arm]:
-    """Both arms on ``seed`` (run ids ``<arm>-s<seed>``), the SFT-only arm first."""
+ARM_FILE = "arm.json"
+"""Written into an arm's folder once it has finished (its wall time): ``--resume`` reads such an arm back."""
+
+
+def read_arm(name: str, seed: int, folder: Path) -> Arm | None:
+    """A finished arm from its folder (``report.json``, ``test_episodes.json``); None when it did not finish."""
+    report, test, arm = folder / "report.json", folder / "test_episodes.json", folder / ARM_FILE
+    if not report.is_file():
+        return None
+    wall = json.loads(arm.read_text())["wall_time_s"] if arm.is_file() else None
+    episodes = json.loads(test.read_text()) if test.is_file() else {"episodes": []}
+    return Arm(name, seed, json.loads(report.read_text()), episodes, wall)
+
+
+def run_seed(seed: int, loop: LoopConfig, root: Path, console: Console, resume: bool = False) -> list[Arm]:
+    """Both arms on ``seed`` (run ids ``<arm>-s<seed>``), the SFT-only arm first. With ``resume``, an arm that
+    finished in ``root`` before is read back; one that was interrupted starts again from an empty folder."""
     seeded = loop.model_copy(update={"seed": seed})
     arms = []
     for name, config in (("sft-only", sft_only(seeded)), ("loop", seeded)):
-        result = run_arm(f"{name}-s{seed}", config, root, console)
-        test = result.report_html.with_name("test_episodes.json")
-        arms.append(
-            Arm(
-                name,
-                seed,
-                json.loads(result.report_html.with_suffix(".json").read_text()),
-                json.loads(test.read_text()) if test.is_file() else {"episodes": []},
-                result.wall_time_s,
-            )
-        )
+        run_id = f"{name}-s{seed}"
+        folder = root / run_id
+        done = read_arm(name, seed, folder) if resume else None
+        if done is not None:
+            console.print(f"arm {run_id}: read back from {folder}")
+            arms.append(done)
+            continue
+        if folder.exists():
+            shutil.rmtree(folder)  # an interrupted arm's bus, blobs and registry: it runs again from scratch
+        result = run_arm(run_id, config, root, console)
+        (folder / ARM_FILE).write_text(json.dumps({"wall_time_s": result.wall_time_s}))
+        arm = read_arm(name, seed, folder)
+        if arm is None:
+            raise RuntimeError(f"arm {run_id} wrote no report.json in {folder}")
+        arms.append(arm)
     return arms
 
 
@@ -137,7 +157,7 @@ def print_arms(arms: list[Arm], console: Console) -> None:
     for arm in arms:
         for split in ("dev", "test"):
             scores = _scores(arm.report, split)
-            wall = f"{arm.wall_time_s / 60:.1f} min" if split == "dev" else ""
+            wall = f"{arm.wall_time_s / 60:.1f} min" if split == "dev" and arm.wall_time_s is not None else ""
             cells = (f"{scores.get(c, 0.0):.3f}" for c in ("overall", *CATEGORIES))
             table.add_row(arm.name, str(arm.seed), split, *cells, wall)
     console.print(table)
@@ -185,6 +205,9 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=None, help="the loop's cold-start SFT steps")
     parser.add_argument("--continued-steps", type=int, default=None, help="the loop's SFT steps in later rounds")
     parser.add_argument("--dev-per-category", type=int, default=None, help="dev and test tasks per category")
+    parser.add_argument(
+        "--resume", action="store_true", help="read back the arms that finished in --out before; run the rest"
+    )
     parser.add_argument("--out", type=Path, default=Path("runs") / f"ablation-{time.strftime('%Y%m%d-%H%M%S')}")
     args = parser.parse_args()
     console = Console()
@@ -207,7 +230,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     quiet_console(args.out / "logs" / "ablation.log")
     console.print(f"same budget: {loop_steps(loop)} optimiser steps per arm; seeds {args.seeds}; out {args.out}")
-    arms = [arm for seed in args.seeds for arm in run_seed(seed, loop, args.out, console)]
+    arms = [arm for seed in args.seeds for arm in run_seed(seed, loop, args.out, console, args.resume)]
     print_arms(arms, console)
     result = summary(arms)
     for name in ("sft-only", "loop"):

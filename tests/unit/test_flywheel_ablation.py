@@ -65,3 +65,34 @@ def test_the_paired_test_difference_pairs_each_seeds_tasks_and_the_means_average
     assert result["loop"]["test_mean"] == pytest.approx((tests[1] + tests[3]) / 2)
     assert result["sft-only"]["dev_mean"] == pytest.approx(0.15)  # each arm's best dev round, averaged
     assert result["paired_test"]["delta"] == pytest.approx(paired.delta)
+
+
+def test_resume_reads_finished_arms_back_and_runs_an_interrupted_one_from_scratch(ablation, tmp_path, monkeypatch):
+    import json
+
+    from rich.console import Console
+
+    from infra.loop.config import LoopConfig
+
+    finished = _arm(ablation, "sft-only", 3, {"tu.a/t0"}, 0.2)
+    (tmp_path / "sft-only-s3").mkdir()
+    (tmp_path / "sft-only-s3" / "report.json").write_text(json.dumps(finished.report))
+    (tmp_path / "sft-only-s3" / "test_episodes.json").write_text(json.dumps(finished.test))
+    (tmp_path / "sft-only-s3" / ablation.ARM_FILE).write_text(json.dumps({"wall_time_s": 61.0}))
+    (tmp_path / "loop-s3").mkdir()
+    (tmp_path / "loop-s3" / "bus.db").write_text("half a run")  # interrupted: no report.json
+    ran = []
+
+    def run_arm(name, config, root, console):  # noqa: ANN001, ANN202
+        assert not (root / name / "bus.db").exists()  # the interrupted arm's state is gone
+        ran.append((name, config.seed, config.rounds))
+        (root / name).mkdir()
+        (root / name / "report.json").write_text(json.dumps(_arm(ablation, "loop", 3, set(), 0.1).report))
+        return type("Result", (), {"wall_time_s": 99.0})()
+
+    monkeypatch.setattr(ablation, "run_arm", run_arm)
+    arms = ablation.run_seed(3, LoopConfig(), tmp_path, Console(quiet=True), resume=True)
+    assert ran == [("loop-s3", 3, LoopConfig().rounds)]
+    assert [(a.name, a.seed, a.wall_time_s) for a in arms] == [("sft-only", 3, 61.0), ("loop", 3, 99.0)]
+    assert arms[0].test == finished.test and arms[1].test == {"episodes": []}
+    assert json.loads((tmp_path / "loop-s3" / ablation.ARM_FILE).read_text()) == {"wall_time_s": 99.0}
