@@ -17,6 +17,8 @@ each seed (the seed draws the cold start's demonstrations, each round's rollouts
 test tasks are the same) and ends with the mean of each arm and the paired test difference over every (seed, test
 task) pair with its 95% bootstrap interval: an interval that spans 0 says the loop did not beat SFT-only beyond
 the noise of these tasks and seeds (it cannot speak for seeds not run). About 28 minutes per seed on two cores.
+Measured 2026-12-06 (the default loop, two retries, against 1,600 SFT steps): test 0.363 / 0.494 / 0.344 against
+0.331 / 0.406 / 0.400 on seeds 0 / 1 / 2, paired +0.021 [-0.035, +0.079] over 192 pairs: level with SFT-only.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """
