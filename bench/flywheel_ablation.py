@@ -34,6 +34,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -174,24 +175,23 @@ def print_arms(arms: list[Arm], console: Console) -> None:
             )
 
 
-def summary(arms: list[Arm]) -> dict[str, object]:
-    """Each arm's test and dev Overall per seed and their means, and the paired test difference."""
-    out: dict[str, object] = {}
+def summary(arms: list[Arm], paired: PairedResult | None) -> dict[str, Any]:
+    """Each arm's test and dev Overall per seed and their means, and the paired test difference ``paired``."""
+    out: dict[str, Any] = {}
     for name in ("sft-only", "loop"):
-        mine = [a for a in arms if a.name == name]
-        tests = [_scores(a.report, "test")["overall"] for a in mine]
-        devs = [_scores(a.report, "dev")["overall"] for a in mine]
+        per_seed = {
+            a.seed: {split: _scores(a.report, split) for split in ("dev", "test")} for a in arms if a.name == name
+        }
+        tests = [scores["test"]["overall"] for scores in per_seed.values()]
+        devs = [scores["dev"]["overall"] for scores in per_seed.values()]
         out[name] = {
-            "seeds": [a.seed for a in mine],
+            "seeds": list(per_seed),
             "test": tests,
             "dev": devs,
             "test_mean": mean(tests),
             "dev_mean": mean(devs),
-            "per_seed": {
-                str(a.seed): {"dev": _scores(a.report, "dev"), "test": _scores(a.report, "test")} for a in mine
-            },
+            "per_seed": {str(seed): scores for seed, scores in per_seed.items()},
         }
-    paired = paired_test(arms)
     out["paired_test"] = None if paired is None else asdict(paired)
     return out
 
@@ -234,15 +234,14 @@ def main() -> None:
     console.print(f"same budget: {loop_steps(loop)} optimiser steps per arm; seeds {args.seeds}; out {args.out}")
     arms = [arm for seed in args.seeds for arm in run_seed(seed, loop, args.out, console, args.resume)]
     print_arms(arms, console)
-    result = summary(arms)
+    paired = paired_test(arms)
+    result = summary(arms, paired)
     for name in ("sft-only", "loop"):
         figures = result[name]
-        assert isinstance(figures, dict)
         tests = ", ".join(f"{t:.3f}" for t in figures["test"])
         console.print(
             f"{name}: test Overall mean {figures['test_mean']:.3f} ({tests}), dev mean {figures['dev_mean']:.3f}"
         )
-    paired = paired_test(arms)
     if paired is not None:
         console.print(
             f"[bold]test Overall, loop - sft-only: {paired.delta:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}] over "

@@ -59,7 +59,7 @@ def test_the_paired_test_difference_pairs_each_seeds_tasks_and_the_means_average
     after = overall_score({"tool_use": 0.75, "memory": 0.0, "skills": 0.5, "sub_agent": 0.5})
     assert paired.delta == pytest.approx(after - before)
     assert paired.low <= paired.delta <= paired.high and paired.low < paired.high
-    result = ablation.summary(arms)
+    result = ablation.summary(arms, paired)
     tests = [a.report["rounds"][-1]["test_overall"] for a in arms]
     assert result["sft-only"]["test"] == [tests[0], tests[2]] and result["loop"]["test"] == [tests[1], tests[3]]
     assert result["loop"]["test_mean"] == pytest.approx((tests[1] + tests[3]) / 2)
