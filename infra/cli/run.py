@@ -93,6 +93,16 @@ def run(
             "seeds follow --seed, so a run with retries repeats.",
         ),
     ] = None,
+    rollout_workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=16,
+            help="Rollout workers (default 2): episodes decode on one core each, so two use both cores of a 2-core "
+            "machine through rollouts and dev evaluations. In process, worker 0 runs in the loop and the others as "
+            "processes (their logs in runs/<run_id>/logs/). The figures do not depend on it.",
+        ),
+    ] = None,
     seed: Annotated[
         int | None,
         typer.Option(
@@ -193,6 +203,7 @@ def run(
             "first_round_rollouts": first_rollouts,
             "rollouts_per_round": rollouts,
             "failure_retries": retries,
+            "rollout_workers": rollout_workers,
             "seed": seed,
             "external_suites": tuple(external_suite) if external_suite else None,
             "algorithm": algorithm,

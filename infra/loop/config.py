@@ -114,6 +114,12 @@ class LoopConfig(BaseModel):
     loop's figures over draws. 0 draws as before the seed existed. The dev and test splits and the train pool do
     not depend on it, so figures stay comparable across seeds; nor do the training seeds and GRPO's own task draw
     (``learner``)."""
+    rollout_workers: Annotated[int, Field(ge=1, le=16)] = 2
+    """Rollout workers of the run (group ``flywheel.rollout-worker``): a model's episode decodes on one core
+    (``PlannerPolicy.inference_threads``), so one worker leaves the other core of a 2-core machine idle through every
+    rollout, retry and dev evaluation. In process, the loop steps worker 0 itself and runs the others as processes
+    (``infra.loop.workers``); with ``--spawn-consumers``, ``flywheel consume rollout-worker --workers N``. An episode
+    does not depend on the worker that runs it (its seed is in the request), so the figures stay the same."""
     external_suites: tuple[str, ...] = ()
     """Installed external suites (``flywheel suites list``, e.g. ``bfcl``) whose tasks join every dev evaluation
     (``dev_per_category`` of each), scored apart from the sandbox categories (``DevSetEvaluated.external``) and

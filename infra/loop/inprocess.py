@@ -12,9 +12,11 @@ from pathlib import Path
 from harness_service.policy.inference import LOCAL, Inference
 from infra.bootstrap import Ports
 from infra.loop.config import CONSUMER_NAMES, LoopConfig
+from infra.loop.workers import PeerRolloutWorkers
 from infra.runtime import ConsumerRunner, ConsumerSpec
 
 Progress = Callable[[int, int], None]
+CLAIM_GRACE_S = 3.0  # as a ``flywheel consume rollout-worker`` process waits after its group changed
 ROLLOUT_BURST = 16  # requests a worker may run per sweep before the consumers downstream get a turn
 
 
@@ -48,6 +50,9 @@ def consumer_specs(
 
 
 class InProcessConsumers:
+    """Every consumer and rollout worker 0 stepped in this process; with ``peers``, more rollout workers of the same
+    group run as processes beside it (``LoopConfig.rollout_workers``)."""
+
     idle_sleep_s = 0.05  # the sweeps are the consumers' polls: a short pause keeps the loop's hand-offs quick
 
     def __init__(
@@ -57,6 +62,7 @@ class InProcessConsumers:
         state_dir: Path,
         training_progress: Progress | None = None,
         inference: Inference = LOCAL,
+        peers: PeerRolloutWorkers | None = None,
     ) -> None:
         from producers.backends import plugins
         from producers.pool import EnvironmentPool
@@ -70,8 +76,14 @@ class InProcessConsumers:
         for name, factory in plugins.offered_factories().items():  # the sandbox, and e.g. an external suite's
             pool.register(name, factory, 1)
         resolver = VersionResolver(ports.registry, ports.bus, state_dir / "checkpoints", inference, check_every_s=0.0)
+        self.peers = peers
         self.worker = RolloutWorker(
-            ports, pool, name="rollout-worker-0", state_dir=state_dir, resolver=resolver, claim_grace_s=0.0
+            ports,
+            pool,
+            name="rollout-worker-0",
+            state_dir=state_dir,
+            resolver=resolver,
+            claim_grace_s=CLAIM_GRACE_S if peers else 0.0,  # alone, no peer can own what it polled
         )
 
     def _pump(self) -> int:
@@ -90,9 +102,13 @@ class InProcessConsumers:
         return handled
 
     def check(self) -> None:
-        """Nothing to watch: a failure here raises in :meth:`step`."""
+        """A failure in this process raises in :meth:`step`; a peer worker that exited raises here."""
+        if self.peers:
+            self.peers.check()
 
     def close(self) -> None:
         for runner in self.runners:
             runner.close()
         self.worker.close()
+        if self.peers:
+            self.peers.close()

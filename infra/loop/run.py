@@ -27,6 +27,7 @@ from infra.loop.monitor import RoundProgress, RunMonitor, stage_seconds
 from infra.loop.spawned import SpawnedConsumers
 from infra.loop.tracking import ParentRun, start_parent_run
 from infra.loop.view import LoopView
+from infra.loop.workers import PeerRolloutWorkers
 from infra.report.model import RunReport, build_report
 from infra.report.write import write_report
 
@@ -97,7 +98,17 @@ def run_loop(
                     config, urls, state_dir, out_dir / "logs", settings.inference
                 )
             else:
-                consumers = InProcessConsumers(ports, config, state_dir, view.training, settings.inference_port())
+                peers = None
+                if config.rollout_workers > 1:
+                    peers = PeerRolloutWorkers(
+                        config.rollout_workers - 1,
+                        {**urls, "inference": settings.inference},
+                        state_dir,
+                        out_dir / "logs",
+                    )
+                consumers = InProcessConsumers(
+                    ports, config, state_dir, view.training, settings.inference_port(), peers=peers
+                )
             try:
                 tracked = ParentRun(ports.registry, parent)
 

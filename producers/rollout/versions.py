@@ -16,6 +16,7 @@ HarnessVersionPublished), so new episodes pick up a new ``@production`` without 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -177,7 +178,12 @@ class VersionResolver:
             dst.parent.mkdir(parents=True, exist_ok=True)
             partial = Path(tempfile.mkdtemp(prefix=f".{version.version}-", dir=dst.parent))
             self._registry(label).download_artifacts(version.run_id, artifact_path(version), partial)
-            partial.rename(dst)
+            try:
+                partial.rename(dst)
+            except OSError:
+                if not dst.exists():
+                    raise
+                shutil.rmtree(partial)  # a worker sharing the cache (--workers N) renamed its copy first: use that
         folders = [p.parent for p in dst.rglob("config.json")]
         if not folders:
             raise UnknownVersion(f"{label}: no checkpoint (config.json) in its artifacts")

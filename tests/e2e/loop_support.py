@@ -42,6 +42,7 @@ def small_loop(tmp_path: Path) -> LoopConfig:
         first_round_rollouts=FIRST_ROLLOUTS,
         rollouts_per_round=8,
         failure_retries=0,  # an untrained model fails nearly every rollout; test_loop_embedded retries them once
+        rollout_workers=1,  # test_loop_embedded runs two
         min_admitted_for_training=8,
         learner=learner,
         out_dir=tmp_path / "runs",

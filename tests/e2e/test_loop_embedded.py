@@ -37,8 +37,8 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
         blobs=f"file:///{tmp_path}/blobs",
         registry=f"sqlite:///{tmp_path}/mlflow.db",
     )
-    loop = small_mixed_loop(tmp_path).model_copy(
-        update={"external_suites": ("bfcl",), "failure_retries": 1}  # bfcl: an installed plugin
+    loop = small_mixed_loop(tmp_path).model_copy(  # bfcl: an installed plugin; rollout worker 1 a process
+        update={"external_suites": ("bfcl",), "failure_retries": 1, "rollout_workers": 2}
     )
     result = run_loop(settings, loop, run_id=run_id, show_progress=False)
     assert result.bus_url.endswith(f"?namespace={run_id}") and result.dead_letters == 0
@@ -57,6 +57,17 @@ def test_two_rounds_in_process_on_the_embedded_adapters(tmp_path, monkeypatch):
         check_retries(ports, run_id, report)
     finally:
         ports.close()
+    check_workers(tmp_path / "runs" / run_id / "state")
+
+
+def check_workers(state_dir) -> None:  # noqa: ANN001
+    """Both rollout workers ran episodes: the loop's own and the process beside it (each one's pool snapshot counts
+    the sandboxes it leased, one per episode)."""
+    leases = {
+        p.stem.removeprefix("pool-"): sum(k["leases"] for k in json.loads(p.read_text())["kinds"])
+        for p in state_dir.glob("pool-*.json")
+    }
+    assert set(leases) == {"rollout-worker-0", "rollout-worker-1"} and min(leases.values()) > 0, leases
 
 
 def check_retries(ports, run_id: str, report: dict) -> None:  # noqa: ANN001

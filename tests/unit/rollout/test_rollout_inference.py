@@ -169,3 +169,30 @@ def test_an_openai_worker_asks_for_the_version_its_server_announced_for_the_alia
     assert (policy.name, getattr(policy, "model", None)) == ("planner/7", "planner/7")  # its endpoint's, not :8
     local = VersionResolver(ports.registry, ports.bus, tmp_path / "local", parse_inference("local:"))
     assert local._resolve("planner@production").version == "1"  # in process: the registry decides
+
+
+def test_workers_sharing_a_cache_download_the_same_version_at_once(
+    ports: Ports, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers of one state dir (``--workers N``, or the run's extra rollout workers) both miss the cache and
+    download; the one that renames second takes the first one's copy instead of failing the episode."""
+    from harness_service.policy.transformers_local import TransformersPolicy
+
+    monkeypatch.setattr(TransformersPolicy, "from_dir", lambda path, **_: path)
+    cache = tmp_path / "cache"
+    first = VersionResolver(ports.registry, ports.bus, cache, parse_inference("local:"))
+    peer = VersionResolver(ports.registry, ports.bus, cache, parse_inference("local:"))
+    download = ports.registry.download_artifacts
+    peer_paths: list[Path] = []
+    calls: list[Path] = []
+
+    def racing(run_id: str, path: str, dst: Path) -> Path:
+        calls.append(dst)
+        if len(calls) == 1:  # while the first worker downloads, its peer downloads and renames the same version
+            peer_paths.append(peer.policy("planner/1")(TASK))
+        return download(run_id, path, dst)
+
+    monkeypatch.setattr(ports.registry, "download_artifacts", racing)
+    path = first.policy("planner/1")(TASK)
+    assert len(calls) == 2 and path == peer_paths[0] and (path / "config.json").is_file()
+    assert sorted(p.name for p in (cache / "planner").iterdir()) == ["1"]  # the loser's partial copy is gone

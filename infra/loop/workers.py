@@ -1,0 +1,81 @@
+"""The in-process loop's other rollout workers: OS processes of group ``flywheel.rollout-worker`` beside the one the
+loop steps itself, so episodes decode on every core (``LoopConfig.rollout_workers``)."""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from infra.cli.consume_rollout import WorkerOptions, run_rollout_worker
+
+
+class RolloutWorkerDied(RuntimeError):
+    """One of the run's rollout worker processes exited while the run was going on."""
+
+
+def _serve(name: str, options: WorkerOptions, log: Path) -> None:
+    """A worker process whose console lines go to ``log`` rather than the run's live view, and which gets SIGTERM
+    (finish the request, exit) when the run's process dies, even by SIGKILL (Linux's parent-death signal)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    run_rollout_worker(name, options)
+
+
+class PeerRolloutWorkers:
+    """``count`` rollout workers named ``rollout-worker-1`` ... (the loop's own is ``rollout-worker-0``), each
+    its own ``spawn``ed process on the run's bus, blob store and registry, sharing the run's checkpoint cache; each
+    one's output in ``<log_dir>/<name>.log``. A request runs on whichever member owns its partition; its episodes
+    do not depend on which (their seeds are in the request)."""
+
+    def __init__(self, count: int, urls: dict[str, str], state_dir: Path, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        options = WorkerOptions(
+            overrides=dict(urls),
+            state_dir=state_dir,
+            idle_exit_s=None,
+            sandbox_cap=1,
+            lease_timeout_s=900.0,
+            stale_after_s=30.0,
+            sim_model=None,
+            toolsets=None,
+            device=None,
+            adb="127.0.0.1:5037",
+        )
+        ctx = multiprocessing.get_context("spawn")
+        self.logs = {f"rollout-worker-{i}": log_dir / f"rollout-worker-{i}.log" for i in range(1, count + 1)}
+        self.procs: dict[str, BaseProcess] = {
+            name: ctx.Process(target=_serve, args=(name, options, log), name=name, daemon=True)
+            for name, log in self.logs.items()
+        }
+        for proc in self.procs.values():
+            proc.start()
+
+    def __len__(self) -> int:
+        return len(self.procs)
+
+    def check(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.exitcode is not None:
+                tail = self.logs[name].read_text(errors="replace")[-3000:]
+                raise RolloutWorkerDied(
+                    f"rollout worker {name} exited with {proc.exitcode}; its log ({self.logs[name]}) ends:\n{tail}"
+                )
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM: each finishes the request it runs and exits; one that does not within ``timeout_s`` is killed."""
+        for proc in self.procs.values():
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self.procs.values():
+            proc.join(timeout_s)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
