@@ -123,15 +123,16 @@ def backend_factory(name: str) -> BackendFactory:
     factory = load(BACKENDS, name)
     if factory is None:
         raise PluginError(f"no backend {name!r} is installed (installed: {', '.join(backend_names()) or 'none'})")
-    where = _describe(_entry(BACKENDS, name))
+    declared, trust = getattr(factory, "name", None), getattr(factory, "trust", None)
+    problem = None
     if not BACKEND_NAME.match(name):
-        raise PluginError(f"backend {name!r} has an invalid name, want {BACKEND_NAME.pattern} ({where})")
-    declared = getattr(factory, "name", None)
-    if declared != name:
-        raise PluginError(f"backend {name!r} declares name {declared!r}; they must agree ({where})")
-    trust = getattr(factory, "trust", None)
-    if trust not in get_args(TrustLevel):
-        raise PluginError(f"backend {name!r} declares trust {trust!r}, want one of {get_args(TrustLevel)} ({where})")
+        problem = f"backend {name!r} has an invalid name, want {BACKEND_NAME.pattern}"
+    elif declared != name:
+        problem = f"backend {name!r} declares name {declared!r}; they must agree"
+    elif trust not in get_args(TrustLevel):
+        problem = f"backend {name!r} declares trust {trust!r}, want one of {get_args(TrustLevel)}"
+    if problem is not None:  # where it comes from only then: reading a distribution's metadata costs ~3 ms a call
+        raise PluginError(f"{problem} ({_describe(_entry(BACKENDS, name))})")
     return cast(BackendFactory, factory)
 
 
