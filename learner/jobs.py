@@ -265,17 +265,12 @@ def export_examples(data: DatasetBuild, folder: Path) -> Path:
     return path
 
 
-def download_version(ports: Ports, config: LearnerConfig, version: str) -> Path:
-    """The local checkpoint dir of ``model_name/version``, downloaded from the registry."""
+def load_version(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, Path]:
+    """(model, tokenizer, local dir) of ``model_name/version`` from the registry."""
     ref = ports.registry.resolve(f"{config.model_name}/{version}")
     if ref.run_id is None:
         raise ValueError(f"{config.model_name}/{version} has no training run to download from")
-    return ports.registry.download_artifacts(ref.run_id, ARTIFACT_PATH, config.work_dir / f"v{version}")
-
-
-def load_version(ports: Ports, config: LearnerConfig, version: str) -> tuple[Any, Any, Path]:
-    """(model, tokenizer, local dir) of ``model_name/version`` from the registry."""
-    local = download_version(ports, config, version)
+    local = ports.registry.download_artifacts(ref.run_id, ARTIFACT_PATH, config.work_dir / f"v{version}")
     model, tokenizer = load_checkpoint(local)
     return model, tokenizer, local
 

@@ -135,7 +135,6 @@ def run_loop(
                 run_id,
                 [monitor.rounds[k] for k in sorted(monitor.rounds)],
                 out_dir / "test_episodes.json",
-                blobs_url=settings.blobs,
             )
             monitor.update()
             if test is not None:
