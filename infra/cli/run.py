@@ -72,7 +72,7 @@ def run(
     profile: Annotated[
         str,
         typer.Option(
-            help="quick (default: ~15 min on 2 cores, shows every mechanism) or full (longer, learns more); see "
+            help="quick (default: 15-18 min on 2 cores, shows every mechanism) or full (longer, learns more); see "
             "infra/loop/config.py."
         ),
     ] = "quick",

@@ -65,7 +65,8 @@ def loop_learner() -> LearnerConfig:
 
 class LoopConfig(BaseModel):
     """Defaults are sized for the embedded default on 2 CPU cores: 3 rounds in about 15 minutes (13.7-15.1 min on
-    2026-12-05; 17-18 min on 2026-12-06, when the machine trained a quarter slower; training is about 70% of it)."""
+    2026-12-05; 17-18 min on 2026-12-06, when the machine trained a quarter slower; training is about 70% of it;
+    17.1 min with two rollout workers on 2026-12-07, ``rollout_workers``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -119,7 +120,13 @@ class LoopConfig(BaseModel):
     (``PlannerPolicy.inference_threads``), so one worker leaves the other core of a 2-core machine idle through every
     rollout, retry and dev evaluation. In process, the loop steps worker 0 itself and runs the others as processes
     (``infra.loop.workers``); with ``--spawn-consumers``, ``flywheel consume rollout-worker --workers N``. An episode
-    does not depend on the worker that runs it (its seed is in the request), so the figures stay the same."""
+    does not depend on the worker that runs it (its seed is in the request), so the figures stay the same.
+    Measured on the main job (seed 0, 2026-12-07, the same figures to the episode, dev 0.294 -> 0.344 -> 0.431, test
+    0.363): one worker, rounds 531 / 237 / 234 s, 17.5 min; two, 568 / 195 / 199 s, 17.1 min, where round 0
+    trained 484 s against 434 s (the machine's training speed varies by a tenth from run to run). In round 1 the
+    rollouts and retries took 67 -> 42 s, the dev evaluation 32 -> 25 s, the revision's A/B 32 -> 23 s, round 0's dev
+    evaluation 45 -> 29 s: about 1.5 min of the job at equal training speed. Less than half, not half: worker 0
+    also steps every consumer, and the other waits for each new version (download, load)."""
     external_suites: tuple[str, ...] = ()
     """Installed external suites (``flywheel suites list``, e.g. ``bfcl``) whose tasks join every dev evaluation
     (``dev_per_category`` of each), scored apart from the sandbox categories (``DevSetEvaluated.external``) and
