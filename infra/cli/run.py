@@ -99,8 +99,8 @@ def run(
             min=1,
             max=16,
             help="Rollout workers (default 2): episodes decode on one core each, so two use both cores of a 2-core "
-            "machine through rollouts and dev evaluations. In process, worker 0 runs in the loop and the others as "
-            "processes (their logs in runs/<run_id>/logs/). The figures do not depend on it.",
+            "machine through rollouts and dev evaluations. Worker 0 runs in the loop and the others as processes "
+            "(their logs in runs/<run_id>/logs/); --spawn-consumers runs one. The figures do not depend on it.",
         ),
     ] = None,
     seed: Annotated[
