@@ -26,14 +26,14 @@ class WorkerOptions:
 
     overrides: dict[str, str | None]
     state_dir: Path
-    idle_exit_s: float | None
-    sandbox_cap: int
-    lease_timeout_s: float
-    stale_after_s: float
-    sim_model: str | None
-    toolsets: Path | None
-    device: str | None
-    adb: str
+    idle_exit_s: float | None = None
+    sandbox_cap: int = 1
+    lease_timeout_s: float = 900.0
+    stale_after_s: float = 30.0
+    sim_model: str | None = None
+    toolsets: Path | None = None
+    device: str | None = None
+    adb: str = "127.0.0.1:5037"
     user_model: str | None = None
 
 
@@ -160,17 +160,17 @@ def rollout_worker(
     requested backend, publish the episode events, commit. A request a crashed worker left half-done is re-run
     under a new attempt, and the broken attempt is closed with EpisodeEnded(reason=abandoned)."""
     options = WorkerOptions(
-        {"bus": bus, "blobs": blobs, "registry": registry, "inference": inference},
-        state_dir,
-        idle_exit,
-        sandbox_cap,
-        lease_timeout,
-        stale_after,
-        sim_model,
-        toolsets,
-        device,
-        adb,
-        user_model,
+        overrides={"bus": bus, "blobs": blobs, "registry": registry, "inference": inference},
+        state_dir=state_dir,
+        idle_exit_s=idle_exit,
+        sandbox_cap=sandbox_cap,
+        lease_timeout_s=lease_timeout,
+        stale_after_s=stale_after,
+        sim_model=sim_model,
+        toolsets=toolsets,
+        device=device,
+        adb=adb,
+        user_model=user_model,
     )
     if workers == 1:
         run_rollout_worker("rollout-worker-0", options)

@@ -83,7 +83,7 @@ class InProcessConsumers:
             name="rollout-worker-0",
             state_dir=state_dir,
             resolver=resolver,
-            claim_grace_s=CLAIM_GRACE_S if peers else 0.0,  # alone, no peer can own what it polled
+            claim_grace_s=CLAIM_GRACE_S if peers is not None else 0.0,  # alone, no peer can own what it polled
         )
 
     def _pump(self) -> int:
@@ -103,12 +103,12 @@ class InProcessConsumers:
 
     def check(self) -> None:
         """A failure in this process raises in :meth:`step`; a peer worker that exited raises here."""
-        if self.peers:
+        if self.peers is not None:
             self.peers.check()
 
     def close(self) -> None:
         for runner in self.runners:
             runner.close()
         self.worker.close()
-        if self.peers:
+        if self.peers is not None:
             self.peers.close()

@@ -9,11 +9,8 @@ import sys
 from pathlib import Path
 
 from infra.loop.config import CONSUMER_NAMES, LoopConfig
+from infra.loop.died import raise_if_exited
 from infra.loop.inprocess import reviser_env
-
-
-class ConsumerDied(RuntimeError):
-    """A consumer process exited while the run was going on."""
 
 
 class SpawnedConsumers:
@@ -52,11 +49,7 @@ class SpawnedConsumers:
 
     def check(self) -> None:
         for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                tail = self.logs[name].read_text(errors="replace")[-3000:]
-                raise ConsumerDied(
-                    f"consumer {name} exited with {proc.returncode}; its log ({self.logs[name]}) ends:\n{tail}"
-                )
+            raise_if_exited(name, proc.poll(), self.logs[name])
 
     def close(self, timeout_s: float = 30.0) -> None:
         for proc in self.procs.values():

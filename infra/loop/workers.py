@@ -12,10 +12,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from infra.cli.consume_rollout import WorkerOptions, run_rollout_worker
-
-
-class RolloutWorkerDied(RuntimeError):
-    """One of the run's rollout worker processes exited while the run was going on."""
+from infra.loop.died import raise_if_exited
 
 
 def _serve(name: str, options: WorkerOptions, log: Path) -> None:
@@ -37,18 +34,7 @@ class PeerRolloutWorkers:
 
     def __init__(self, count: int, urls: dict[str, str], state_dir: Path, log_dir: Path) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        options = WorkerOptions(
-            overrides=dict(urls),
-            state_dir=state_dir,
-            idle_exit_s=None,
-            sandbox_cap=1,
-            lease_timeout_s=900.0,
-            stale_after_s=30.0,
-            sim_model=None,
-            toolsets=None,
-            device=None,
-            adb="127.0.0.1:5037",
-        )
+        options = WorkerOptions(overrides=dict(urls), state_dir=state_dir)
         ctx = multiprocessing.get_context("spawn")
         self.logs = {f"rollout-worker-{i}": log_dir / f"rollout-worker-{i}.log" for i in range(1, count + 1)}
         self.procs: dict[str, BaseProcess] = {
@@ -58,16 +44,10 @@ class PeerRolloutWorkers:
         for proc in self.procs.values():
             proc.start()
 
-    def __len__(self) -> int:
-        return len(self.procs)
-
     def check(self) -> None:
+        """Raise ``ConsumerDied`` when a worker process has exited."""
         for name, proc in self.procs.items():
-            if proc.exitcode is not None:
-                tail = self.logs[name].read_text(errors="replace")[-3000:]
-                raise RolloutWorkerDied(
-                    f"rollout worker {name} exited with {proc.exitcode}; its log ({self.logs[name]}) ends:\n{tail}"
-                )
+            raise_if_exited(name, proc.exitcode, self.logs[name])
 
     def close(self, timeout_s: float = 30.0) -> None:
         """SIGTERM: each finishes the request it runs and exits; one that does not within ``timeout_s`` is killed."""

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from infra.loop.workers import PeerRolloutWorkers, RolloutWorkerDied
+from infra.loop.died import ConsumerDied
+from infra.loop.workers import PeerRolloutWorkers
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +25,7 @@ def test_a_rollout_worker_process_that_exits_fails_the_run_with_the_end_of_its_l
         deadline = time.monotonic() + 120
         while proc.exitcode is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        with pytest.raises(RolloutWorkerDied, match=r"rollout-worker-1 exited with 1") as died:
+        with pytest.raises(ConsumerDied, match=r"rollout-worker-1 exited with 1") as died:
             peers.check()
         assert "nosuch" in str(died.value) and str(tmp_path / "logs" / "rollout-worker-1.log") in str(died.value)
     finally:

@@ -221,7 +221,7 @@ def test_the_rollout_worker_offers_every_installed_backend_without_edits(install
     from infra.cli.consume_rollout import WorkerOptions, _pool
 
     install_plugins(*ECHO, *BROKEN)
-    options = WorkerOptions({}, tmp_path, None, 2, 60.0, 60.0, None, None, None, "127.0.0.1:5037")
+    options = WorkerOptions({}, tmp_path, sandbox_cap=2, lease_timeout_s=60.0, stale_after_s=60.0)
     pool = _pool(options, None, None)
     kinds = set(pool.kinds())
     assert {"sandbox", "echo", "bfcl"} <= kinds and not kinds & {"ext", "llm_sim", "device"}
