@@ -159,6 +159,10 @@ class LearnerConfig(BaseModel):
     self_weight: Annotated[float, Field(ge=0.0)] = 1.0
     """Weight of an example from the model's own admitted episodes, relative to a demonstration's (an example of
     weight w is trained on round(w) times, at least once)."""
+    parent_merge: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
+    """SFT continued from a registered version ends by merging with it: each weight becomes ``(1 - p) * trained +
+    p * parent`` (``learner.sft.merge``). 0: the trained weights as they are. The main job uses 0.5
+    (``infra.loop.config.loop_learner``, measured there)."""
     train_categories: tuple[str, ...] = CATEGORIES
     max_difficulty: Annotated[int, Field(ge=1, le=3)] = 3
     cold_start_seeds: Annotated[int, Field(ge=1)] = 2

@@ -36,6 +36,7 @@ from learner.registry import ARTIFACT_PATH, PRODUCER, Lineage, promote_if_better
 from learner.rl.frontier import frontier
 from learner.rl.loop import RlState, RlStepReport, rollouts_digest, run_steps
 from learner.rl.rollouts import Pump
+from learner.sft.merge import ParentMerge
 from learner.sft.trainer import SftResult, train_sft
 from learner.tasks import template_tasks
 from producers.backends.sandbox.skill_docs import SKILLS_DIR
@@ -201,6 +202,7 @@ def run_sft(
         settings = config.continued_sft
     if max_steps is not None:
         settings = settings.model_copy(update={"max_steps": max_steps})
+    merge = ParentMerge.of(model, config.parent_merge) if base_version is not None and config.parent_merge else None
     target = config.work_dir / f"sft-{run_id}-r{round}"
     result: SftResult = train_sft(
         model,
@@ -212,6 +214,7 @@ def run_sft(
         on_step=progress,
         time_budget_s=time_budget_s,
         lora=config.lora,
+        merge=merge,
     )
     lineage = Lineage(
         model_name=config.model_name,
@@ -231,6 +234,7 @@ def run_sft(
             "examples_self": data.self_examples,
             "wasted_self_turns": data.wasted_self_turns,
             "self_weight": config.self_weight,
+            **({} if merge is None else {"parent_merge": merge.weight}),
             **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
         },
         metrics={

@@ -16,6 +16,7 @@ from learner.model.factory import save_checkpoint
 from learner.model.lora import LoraSettings, base_network, plain_model
 from learner.model.policy import PromptWindow
 from learner.sft.config import SftSettings
+from learner.sft.merge import ParentMerge
 
 log = logging.getLogger("flywheel.learner.sft")
 
@@ -232,11 +233,13 @@ def train_sft(
     on_step: StepCallback | None = None,
     time_budget_s: float | None = None,
     lora: LoraSettings | None = None,
+    merge: ParentMerge | None = None,
 ) -> SftResult:
     """Fine-tune ``model`` in place on ``examples`` and save model + tokenizer to ``output_dir``.
 
     ``time_budget_s`` stops after the step that crosses it (the LR schedule still assumes the full run).
     ``lora``: train low-rank adapters only (trl's ``peft_config``), merged into ``model`` before it is saved.
+    ``merge``: the trained weights are interpolated with the parent's (``learner.sft.merge``) before saving.
     """
     if not examples:
         raise ValueError("no training examples: the dataset is empty (nothing admitted or nothing re-rendered)")
@@ -269,6 +272,10 @@ def train_sft(
         history = loss_history(trainer.state.log_history)
         wall = perf_counter() - started
     epochs = output.metrics.get("epoch", settings.epochs)
-    save_checkpoint(plain_model(trainer.model, keep_adapters=False), tokenizer, output_dir)
+    trained = plain_model(trainer.model, keep_adapters=False)
+    if merge is not None:
+        merge.apply(trained)
+        log.info("merged with the parent: %.2f of each weight is the parent's", merge.weight)
+    save_checkpoint(trained, tokenizer, output_dir)
     window.save(output_dir)
     return SftResult(output_dir, output.global_step, float(output.training_loss), int(tokens * epochs), wall, history)

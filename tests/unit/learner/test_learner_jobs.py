@@ -125,3 +125,40 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
     fresh = run_sft(ports, other, run_id="run-cont", round=2, time_budget_s=0.0)
     assert fresh.metrics["train_steps"] == 1.0  # the deadline stops after the first step
     assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20, 1.5, value_slots=True, word_slots=True)
+
+
+def test_a_continued_run_merged_with_its_parent_saves_the_midpoint_and_records_the_weight(
+    embedded_ports, tmp_path: Path
+) -> None:
+    """The same continued run (same data, seed and steps) with and without ``parent_merge``: merged, each weight of
+    the checkpoint is the given share of the parent's plus the rest of the unmerged run's."""
+    import torch
+
+    from learner.model.factory import load_checkpoint
+
+    ports = embedded_ports
+    config = LearnerConfig(
+        cold_start_seeds=1,
+        train_categories=("tool_use",),
+        max_difficulty=1,
+        sft=SftSettings(max_steps=2, batch_size=4),
+        continued_sft=SftSettings(max_steps=3, batch_size=4, learning_rate=1e-2),
+        work_dir=tmp_path / "w",
+    )
+    seed_reference_episodes(ports, config, run_id="run-merge")
+    base = run_sft(ports, config, run_id="run-merge")
+    plain = run_sft(ports, config, run_id="run-merge", round=1, base_version=base.model_version)
+    merged_config = config.model_copy(update={"parent_merge": 0.5})
+    merged = run_sft(ports, merged_config, run_id="run-merge", round=2, base_version=base.model_version)
+    weights = {
+        name: load_checkpoint(out.checkpoint)[0].state_dict()
+        for name, out in (("base", base), ("plain", plain), ("merged", merged))
+    }
+    moved = [k for k, v in weights["plain"].items() if v.is_floating_point() and not torch.equal(v, weights["base"][k])]
+    assert moved  # the continued run changed the model, so the merge has something to do
+    for name in moved:
+        assert torch.allclose(weights["merged"][name], (weights["base"][name] + weights["plain"][name]) / 2, atol=1e-6)
+    run = ports.registry.get_run(ports.registry.resolve(f"planner/{merged.model_version}").run_id or "")
+    assert run.params["parent_merge"] == "0.5"
+    plain_run = ports.registry.get_run(ports.registry.resolve(f"planner/{plain.model_version}").run_id or "")
+    assert "parent_merge" not in plain_run.params
