@@ -126,15 +126,26 @@ def sft(
     max_steps: Annotated[int | None, typer.Option(help="Optimizer steps (default: the learner config's).")] = None,
     time_budget: Annotated[float | None, typer.Option(help="Stop after this many seconds of training.")] = None,
     round: Annotated[int, typer.Option(help="Round number on the events and the checkpoint folder.")] = 0,
+    parent_merge: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="With --base-version: the share of the parent's weights the result keeps, weight by weight "
+            "(0: none; the main job merges at 0.5).",
+        ),
+    ] = 0.0,
     lora: LoraOpt = False,
     lora_rank: LoraRankOpt = 16,
 ) -> None:
     """SFT on the admitted (or verified) trajectories, from scratch or continued; registers it as @candidate."""
+    if parent_merge and base_version is None:
+        raise typer.BadParameter("merging needs a parent: give --base-version", param_hint="--parent-merge")
     run_id = _logged_run(run_id, "sft")
     from learner.config import for_base_model
     from learner.jobs import run_sft
 
-    config = _config(model, work_dir, lora=_lora(lora, lora_rank))
+    config = _config(model, work_dir, lora=_lora(lora, lora_rank), parent_merge=parent_merge)
     if base_checkpoint is not None:
         config = for_base_model(config, base_checkpoint, lora=config.lora)
     with _ports(bus, blobs, registry) as ports, _bar("SFT steps") as bar:

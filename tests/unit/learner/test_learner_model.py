@@ -61,6 +61,8 @@ def test_cli_commands_have_help() -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 0, result.output
     assert "@candidate" in runner.invoke(app, ["sft", "--help"]).output
+    orphan = runner.invoke(app, ["sft", "--parent-merge", "0.5"])  # nothing to merge with: refused before any work
+    assert orphan.exit_code == 2 and "--base-version" in orphan.output
 
 
 def test_sampled_turns_record_the_exact_ids_that_rl_then_trains_on() -> None:
