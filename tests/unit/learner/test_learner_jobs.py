@@ -83,6 +83,18 @@ def test_a_trained_model_is_registered_with_lineage_evaluated_promoted_and_serve
     assert served.refresh() and served.policy.name == f"planner/{trained.model_version}"
 
 
+def _small(tmp_path: Path, **updates: object) -> LearnerConfig:
+    """The 4 difficulty-1 tool_use templates x 18 instances, 2 SFT steps."""
+    base = LearnerConfig(
+        cold_start_seeds=1,
+        train_categories=("tool_use",),
+        max_difficulty=1,
+        sft=SftSettings(max_steps=2, batch_size=4),
+        work_dir=tmp_path / "w",
+    )
+    return base.model_copy(update=updates)
+
+
 def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_parent(
     embedded_ports, tmp_path: Path
 ) -> None:
@@ -90,13 +102,7 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
     from learner.model.factory import load_checkpoint
 
     ports = embedded_ports
-    config = LearnerConfig(
-        cold_start_seeds=1,
-        train_categories=("tool_use",),
-        max_difficulty=1,
-        sft=SftSettings(max_steps=2, batch_size=4),
-        work_dir=tmp_path / "w",
-    )
+    config = _small(tmp_path)
     seed_reference_episodes(ports, config, run_id="run-cont")
     base = run_sft(ports, config, run_id="run-cont")
     # a config with another vocabulary and window: the continued run must keep the base version's
@@ -137,14 +143,7 @@ def test_a_continued_run_merged_with_its_parent_saves_the_midpoint_and_records_t
     from learner.model.factory import load_checkpoint
 
     ports = embedded_ports
-    config = LearnerConfig(
-        cold_start_seeds=1,
-        train_categories=("tool_use",),
-        max_difficulty=1,
-        sft=SftSettings(max_steps=2, batch_size=4),
-        continued_sft=SftSettings(max_steps=3, batch_size=4, learning_rate=1e-2),
-        work_dir=tmp_path / "w",
-    )
+    config = _small(tmp_path, continued_sft=SftSettings(max_steps=3, batch_size=4, learning_rate=1e-2))
     seed_reference_episodes(ports, config, run_id="run-merge")
     base = run_sft(ports, config, run_id="run-merge")
     plain = run_sft(ports, config, run_id="run-merge", round=1, base_version=base.model_version)
