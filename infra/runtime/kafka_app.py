@@ -109,6 +109,8 @@ class FastStreamConsumer:
         )
         self.markers_dirty = True
         self._in_flight = False
+        self._unsure: set[AioTopicPartition] = set()
+        """Partitions whose last transaction failed: it may have committed all the same (see _not_committed)."""
         self.producers = PartitionProducers(target.bootstrap, self.group, client_id=f"flywheel-{spec.name}")
         self._reader: AIOKafkaConsumer | None = None
         self._lock = asyncio.Lock()  # one transaction or offset move at a time
@@ -174,13 +176,21 @@ class FastStreamConsumer:
             by_partition.setdefault(AioTopicPartition(m.topic, m.partition), []).append(m)
         self._last_activity = time.monotonic()
         self._in_flight = True
+        current: AioTopicPartition | None = None
         try:
             for tp, part in by_partition.items():
+                current = tp
+                if tp in self._unsure:
+                    part = await self._not_committed(tp, part)
                 records = [self._record(m) for m in part]
+                if not records:
+                    continue
                 result = await anyio.to_thread.run_sync(self.batches.handle, records)
                 await self.publish_and_commit(tp, result.outputs, records)
                 await anyio.to_thread.run_sync(self.batches.done, result)
         except Exception:
+            if current is not None:
+                self._unsure.add(current)
             log.exception(
                 "%s: batch of %d records not committed; rewinding for redelivery", self.spec.name, len(messages)
             )
@@ -191,6 +201,32 @@ class FastStreamConsumer:
             self._in_flight = False
             self._last_activity = time.monotonic()
         self.markers_dirty = True
+
+    async def _not_committed(self, tp: AioTopicPartition, part: list[Any]) -> list[Any]:
+        """The records of ``tp`` past the group's commit. After a failed transaction its outcome is unknown: the
+        broker may have committed it and only the answer was lost (a broker restart, a dropped connection), and
+        the rewind then hands the same records over again. Fence the failed producer first (``recover``: a
+        transaction the broker had prepared is completed, any other aborted), so the committed offset read next
+        is final; records below it were committed with their outputs and are not handled again."""
+        consumer = self.subscriber.consumer
+        if consumer is None:
+            return part
+        async with self._lock:
+            await self.producers.recover(consumer, tp)
+            committed = await consumer.committed(tp)
+        self._unsure.discard(tp)
+        kept = [m for m in part if committed is None or m.offset >= committed]
+        if len(kept) < len(part):
+            log.warning(
+                "%s: %d records of %s[%d] below offset %s were committed by a transaction whose answer was lost; "
+                "not handled again",
+                self.spec.name,
+                len(part) - len(kept),
+                tp.topic,
+                tp.partition,
+                committed,
+            )
+        return kept
 
     def _record(self, msg: Any) -> Record:
         headers = msg.headers

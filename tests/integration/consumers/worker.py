@@ -1,6 +1,7 @@
 """Child process of the crash test: run a consumer as `flywheel consume` does (FastStream on Kafka, the port
 runner on the embedded log); with ``crash``, SIGKILL itself after handling, before the commit; with ``pause``,
-SIGSTOP itself once at that point (a zombie, for the fencing test)."""
+SIGSTOP itself once at that point (a zombie, for the fencing test); with ``lost_ack`` (FastStream on Kafka), the
+first transaction commits but the consumer is told it failed."""
 
 import inspect
 import logging
@@ -51,6 +52,19 @@ if mode == "pause":  # a zombie: stop itself (SIGSTOP) once, with a batch handle
             return original(*args)
 
     target.publish_and_commit = paused_commit
+if mode == "lost_ack":  # the first transaction commits on the broker, but its answer never reaches the consumer
+    original_commit = worker.publish_and_commit
+    lost: list[bool] = []
+
+    async def commit_then_lose_the_answer(*args):
+        result = await original_commit(*args)
+        if not lost:
+            lost.append(True)
+            print(f"handled {worker.stats.handled}, committed, answer lost", flush=True)
+            raise ConnectionResetError("injected: the broker committed the transaction, its answer was lost")
+        return result
+
+    worker.publish_and_commit = commit_then_lose_the_answer
 worker.run()
 print(f"stats {worker.stats}", flush=True)
 ports.close()
