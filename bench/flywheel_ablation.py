@@ -19,6 +19,9 @@ task) pair with its 95% bootstrap interval: an interval that spans 0 says the lo
 the noise of these tasks and seeds (it cannot speak for seeds not run). About 28 minutes per seed on two cores.
 Measured 2026-12-06 (the default loop, two retries, against 1,600 SFT steps): test 0.363 / 0.494 / 0.344 against
 0.331 / 0.406 / 0.400 on seeds 0 / 1 / 2, paired +0.021 [-0.035, +0.079] over 192 pairs: level with SFT-only.
+Again 2026-12-07 with continued rounds merged with their parent (``parent_merge`` 0.5; another machine, whose
+float results differ): test 0.406 / 0.444 against 0.369 / 0.481 on seeds 0 / 1, paired -0.000 [-0.078, +0.081]
+over 128 pairs (each arm alone solved 9 and 10 tasks): still level.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """
