@@ -12,14 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from bus_schemas.events import EpisodeVerified
-from bus_schemas.topics import TOPIC_VERDICTS
-from consumers.common.recording import record_episode
-from infra.bootstrap import open_blob_store, open_bus
-from infra.events import ensure_topics, from_record, publish_all
-from producers.tasks import build_task_suite, reference_solver
-from producers.tasks.runner import noop_policy
+from recorded_episodes import kafka_urls, publish_recorded_episodes, verdicts_per_episode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -28,20 +21,8 @@ WORKER = REPO / "tests" / "integration" / "consumers" / "worker.py"
 
 
 def test_records_whose_commit_answer_was_lost_are_not_handled_again(real_stack, tmp_path):
-    namespace = f"lostack-{uuid.uuid4().hex[:10]}"
-    urls = {
-        "bus": f"kafka://{real_stack.host}:{real_stack.kafka_port}?namespace={namespace}",
-        "blobs": f"file:///{tmp_path}/blobs",
-        "registry": f"sqlite:///{tmp_path}/mlflow.db",
-    }
-    bus = open_bus(urls["bus"])
-    ensure_topics(bus)
-    blobs = open_blob_store(urls["blobs"])
-    tasks = [t for t in build_task_suite("run-test") if t.split == "train"][:8]
-    episodes = []
-    for i, task in enumerate(tasks):
-        episodes += record_episode(task, reference_solver if i % 2 == 0 else noop_policy, blobs, episode_id=f"ep-{i}")
-    publish_all(bus, [*tasks, *episodes])
+    urls = kafka_urls(real_stack, tmp_path, f"namespace=lostack-{uuid.uuid4().hex[:10]}")
+    bus, episode_ids = publish_recorded_episodes(urls, 8, "ep")
 
     log = tmp_path / "verifier.log"
     args = [sys.executable, str(WORKER), "verifier", urls["bus"], urls["blobs"], urls["registry"]]
@@ -58,11 +39,7 @@ def test_records_whose_commit_answer_was_lost_are_not_handled_again(real_stack, 
     assert worker.returncode == 0, output[-3000:]
     assert "committed, answer lost" in output, output[-3000:]  # the fault happened
 
-    verdicts: dict[str, int] = {}
-    for record in bus.replay(TOPIC_VERDICTS):
-        event = from_record(record)
-        assert isinstance(event, EpisodeVerified)
-        verdicts[event.episode_id] = verdicts.get(event.episode_id, 0) + 1
+    verdicts = verdicts_per_episode(bus)
     bus.close()
-    assert sorted(verdicts) == sorted(f"ep-{i}" for i in range(len(tasks)))
+    assert sorted(verdicts) == sorted(episode_ids)
     assert {k: v for k, v in verdicts.items() if v > 1} == {}

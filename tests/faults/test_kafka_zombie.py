@@ -13,14 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from bus_schemas.events import EpisodeVerified
-from bus_schemas.topics import TOPIC_VERDICTS
-from consumers.common.recording import record_episode
-from infra.bootstrap import open_blob_store, open_bus
-from infra.events import ensure_topics, from_record, publish_all
-from producers.tasks import build_task_suite, reference_solver
-from producers.tasks.runner import noop_policy
+from recorded_episodes import kafka_urls, publish_recorded_episodes, verdicts_per_episode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -48,20 +41,8 @@ def _wait_for(log: Path, text: str, timeout_s: float) -> bool:
 
 def test_a_paused_consumer_that_wakes_up_after_losing_its_partitions_is_fenced(real_stack, tmp_path):
     namespace = f"zombie-{uuid.uuid4().hex[:10]}"
-    urls = {
-        "bus": f"kafka://{real_stack.host}:{real_stack.kafka_port}?session_timeout_s={SESSION_TIMEOUT_S}&namespace={namespace}",
-        "blobs": f"file:///{tmp_path}/blobs",
-        "registry": f"sqlite:///{tmp_path}/mlflow.db",
-    }
-    bus = open_bus(urls["bus"])
-    ensure_topics(bus)
-    blobs = open_blob_store(urls["blobs"])
-    tasks = [t for t in build_task_suite("run-test") if t.split == "train"][:12]
-    episodes = []
-    for i, task in enumerate(tasks):
-        policy = reference_solver if i % 2 == 0 else noop_policy
-        episodes += record_episode(task, policy, blobs, episode_id=f"ep-zombie-{i}")
-    publish_all(bus, [*tasks, *episodes])
+    urls = kafka_urls(real_stack, tmp_path, f"session_timeout_s={SESSION_TIMEOUT_S}&namespace={namespace}")
+    bus, episode_ids = publish_recorded_episodes(urls, 12, "ep-zombie")
 
     zombie_log, owner_log = tmp_path / "zombie.log", tmp_path / "owner.log"
     zombie = _start(urls, tmp_path / "zombie-state", "pause", zombie_log, idle_s=15)
@@ -78,17 +59,13 @@ def test_a_paused_consumer_that_wakes_up_after_losing_its_partitions_is_fenced(r
             zombie.wait()
 
     zombie_out = zombie_log.read_text()
-    verdicts: dict[str, int] = {}
-    for record in bus.replay(TOPIC_VERDICTS):
-        event = from_record(record)
-        assert isinstance(event, EpisodeVerified)
-        verdicts[event.episode_id] = verdicts.get(event.episode_id, 0) + 1
+    verdicts = verdicts_per_episode(bus)
     bus.close()
     duplicated = {k: v for k, v in verdicts.items() if v > 1}
     print(
-        f"\nzombie: 1 paused past its session timeout; verdicts={sum(verdicts.values())} for {len(tasks)} episodes, "
-        f"duplicated={len(duplicated)}, lost={len(tasks) - len(verdicts)}"
+        f"\nzombie: 1 paused past its session timeout; verdicts={sum(verdicts.values())} for {len(episode_ids)} "
+        f"episodes, duplicated={len(duplicated)}, lost={len(episode_ids) - len(verdicts)}"
     )
     assert "fenced" in zombie_out, zombie_out[-3000:]
-    assert sorted(verdicts) == sorted(f"ep-zombie-{i}" for i in range(len(tasks)))
+    assert sorted(verdicts) == sorted(episode_ids)
     assert not duplicated, duplicated
