@@ -12,8 +12,10 @@ After a rebalance (a change of the assignment, or of the group's membership even
 same), members may briefly disagree on who owns a partition: records polled within
 ``claim_grace_s`` of a change are held (while polling on, so views converge) and then
 handled only if their partition is still ours; for ``settle_s`` after a change every request is
-checked against the log; and an open attempt that wrote an event within ``stale_after_s`` (a peer
-still running it) is waited for, to end or go stale, instead of being run twice.
+checked against the log, and so is every request below the offset the worker already ran up to (a consumer's
+position can go back to the group's commit without a rebalance this member sees); and an open attempt that wrote
+an event within ``stale_after_s`` (a peer still running it) is waited for, to end or go stale, instead of being
+run twice.
 """
 
 from __future__ import annotations
@@ -112,6 +114,12 @@ class RolloutWorker:
         self._generation = -1  # the group's generation when the assignment was last read
         self._held: list[Record] = []  # polled during a rebalance's grace period, handled after it
         self._next_offset: dict[TopicPartition, int] = {}
+        self._handled_end: dict[TopicPartition, int] = {}
+        """Per partition, the offset after the last request this worker ran: a record below it is delivered again
+        (the consumer's position went back to the group's commit), so it is checked against the log even when it
+        follows the one just handled. Kept across rebalances; a broker restart mid-round found the gap: a worker
+        rewound without a rebalance it saw checked only the first record of the rewind and ran the next ones a
+        second time, under the same episode ids (two verdicts for one episode)."""
 
     def run(self, stop: threading.Event | None = None, *, idle_exit_s: float | None = None) -> WorkerStats:
         """Loop until ``stop`` is set (or nothing arrived for ``idle_exit_s``)."""
@@ -154,7 +162,9 @@ class RolloutWorker:
         """Run every missing group member of one request, then commit it."""
         tp = TopicPartition(record.topic, record.partition)
         settling = time.monotonic() - self._assigned_at < self.settle_s
-        may_be_redelivered = settling or self._next_offset.get(tp) != record.offset
+        may_be_redelivered = (
+            settling or self._next_offset.get(tp) != record.offset or record.offset < self._handled_end.get(tp, 0)
+        )
         try:
             request = from_record(record)
         except SchemaError as exc:
@@ -175,6 +185,7 @@ class RolloutWorker:
                     # again as a redelivery (the log says which members ended; a half-written attempt is closed).
                     outage.pause(exc, f"{self.name}: request {request.episode_id}")
                     may_be_redelivered = True
+        self._handled_end[tp] = max(self._handled_end.get(tp, 0), record.offset + 1)
         self._commit(record)
 
     def _commit(self, record: Record) -> None:

@@ -276,3 +276,35 @@ def test_a_peer_that_came_and_went_while_the_worker_was_busy_leaves_its_request_
     assert [type(e) for e in broken] == [EpisodeStarted, ContextBuilt, EpisodeEnded], "the peer's attempt, closed"
     assert broken[-1].reason == "abandoned" and rerun[-1].reason == "finished"
     assert (stats.abandoned, stats.episodes) == (1, 2)
+
+
+def test_requests_delivered_again_after_a_rewind_without_a_rebalance_are_each_checked_against_the_log(
+    ports: Ports, tmp_path: Path
+) -> None:
+    """The consumer's position went back to the group's last commit without a rebalance the worker saw (a Kafka
+    broker restart mid-round): the requests it already ran come again, in order. Each is checked against the log,
+    not only the first: the second follows the first as a new request would, and a broker-restart fault run found
+    it run again under the same episode id (one episode verified twice)."""
+    partitions = ports.bus.partitions(TOPIC_ROLLOUTS)
+    by_partition: dict[int, list[RolloutRequested]] = {}
+    for seed in range(64):
+        req = request(seed=seed)
+        by_partition.setdefault(partition_for_key(to_record(req).key, partitions), []).append(req)
+    first, second = next(reqs for reqs in by_partition.values() if len(reqs) >= 2)[:2]
+    publish(ports.bus, first, second)
+    w = worker(ports, tmp_path)
+    w.settle_s = 0.0  # long past its last rebalance
+    w.run(idle_exit_s=0.5)
+    assert w.stats.episodes == 2
+    ran = ended_per_episode(ports)
+    ids = {first.event_id, second.event_id}
+    again = [r for r in ports.bus.replay(TOPIC_ROLLOUTS) if from_record(r).event_id in ids]
+    for record in sorted(again, key=lambda r: r.offset):  # the rewind: both records again, oldest first
+        w.handle(record)
+    assert (w.stats.episodes, w.stats.already_done) == (2, 2)
+    ended = ended_per_episode(ports)
+    assert ended == ran and set(ended.values()) == {1}
+
+
+def ended_per_episode(ports: Ports) -> Counter[str]:
+    return Counter(e.episode_id for events in by_episode(ports).values() for e in events if isinstance(e, EpisodeEnded))
