@@ -100,7 +100,8 @@ def run(
             max=16,
             help="Rollout workers (default 2): episodes decode on one core each, so two use both cores of a 2-core "
             "machine through rollouts and dev evaluations. Worker 0 runs in the loop and the others as processes "
-            "(their logs in runs/<run_id>/logs/); --spawn-consumers runs one. The figures do not depend on it.",
+            "(their logs in runs/<run_id>/logs/); --spawn-consumers runs them as one 'flywheel consume "
+            "rollout-worker --workers N'. The figures do not depend on it.",
         ),
     ] = None,
     seed: Annotated[

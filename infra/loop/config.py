@@ -134,10 +134,12 @@ class LoopConfig(BaseModel):
     """Rollout workers of the run (group ``flywheel.rollout-worker``): a model's episode decodes on one core
     (``PlannerPolicy.inference_threads``), so one worker leaves the other core of a 2-core machine idle through every
     rollout, retry and dev evaluation. In process, the loop steps worker 0 itself and runs the others as processes
-    (``infra.loop.workers``). ``--spawn-consumers`` still starts one ``flywheel consume rollout-worker`` (scale it
-    with ``--workers N`` yourself): with two there, the Kafka broker-restart fault test
-    (tests/faults/test_broker_restart_round.py) found one episode verified twice in one run (2026-12-07), not yet
-    explained, so that path keeps what its fault tests cover. An episode
+    (``infra.loop.workers``); with ``--spawn-consumers``, ``flywheel consume rollout-worker --workers N``. The Kafka
+    broker-restart fault test (tests/faults/test_broker_restart_round.py) runs that path with two: its first runs
+    with two found a worker whose position went back to the group's commit after the restart re-running requests
+    it had finished (one episode verified twice), and a verifier dead-lettering episodes as "topic does not
+    exist" while its reader's metadata was empty; both fixed (``producers.rollout.worker``, ``infra.bus.kafka``),
+    then three runs in a row passed, each with 16 redelivered requests found complete. An episode
     does not depend on the worker that runs it (its seed is in the request), so the figures stay the same.
     Measured on the main job (seed 0, 2026-12-07, the same figures to the episode, dev 0.294 -> 0.344 -> 0.431, test
     0.363): one worker, rounds 531 / 237 / 234 s, 17.5 min; two, 568 / 195 / 199 s, 17.1 min, where round 0

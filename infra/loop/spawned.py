@@ -13,6 +13,12 @@ from infra.loop.died import raise_if_exited
 from infra.loop.inprocess import reviser_env
 
 
+def consume_command(name: str, state_dir: Path, flags: list[str], config: LoopConfig) -> list[str]:
+    """The ``flywheel consume NAME`` command line of one consumer; the rollout workers' with ``--workers N``."""
+    command = [sys.executable, "-m", "infra.cli.main", "consume", name, f"--state-dir={state_dir}", *flags]
+    return command + ([f"--workers={config.rollout_workers}"] if name == "rollout-worker" else [])
+
+
 class SpawnedConsumers:
     idle_sleep_s = 0.5
     """The processes do the work; this one only watches the log. On Kafka one look costs ~11 ms of CPU (client and
@@ -38,7 +44,7 @@ class SpawnedConsumers:
         self.logs = {name: log_dir / f"{name}.log" for name in names}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         for name in names:
-            command = [sys.executable, "-m", "infra.cli.main", "consume", name, f"--state-dir={state_dir}", *flags]
+            command = consume_command(name, state_dir, flags, config)
             with self.logs[name].open("wb") as log:
                 self.procs[name] = subprocess.Popen(
                     command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

@@ -70,9 +70,13 @@ def test_a_config_file_is_laid_over_the_profile_field_by_field(tmp_path):
         _loop_config(path, base)
 
 
-def test_the_rollout_workers_are_the_in_process_loops_and_the_flag_sets_them():
-    """In process the loop runs worker 0 and starts the others itself (``PeerRolloutWorkers``); ``flywheel run
-    --rollout-workers`` sets how many."""
+def test_the_rollout_workers_reach_both_ways_of_running_the_consumers(tmp_path):
+    """In process the loop runs worker 0 and starts the others itself (``PeerRolloutWorkers``); spawned, the
+    rollout worker's command asks for as many processes; ``flywheel run --rollout-workers`` sets it."""
+    from infra.loop.spawned import consume_command
+
     assert LoopConfig().rollout_workers == 2
+    assert consume_command("rollout-worker", tmp_path, [], LoopConfig(rollout_workers=3))[-1] == "--workers=3"
+    assert not any(a.startswith("--workers") for a in consume_command("verifier", tmp_path, [], LoopConfig()))
     result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "--rollout-workers" in result.output
