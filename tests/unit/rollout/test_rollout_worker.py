@@ -91,6 +91,17 @@ def test_a_redelivered_completed_request_runs_nothing_again(ports: Ports, tmp_pa
     assert sum(len(v) for v in by_episode(ports).values()) == before
 
 
+def two_requests_of_one_partition(ports: Ports) -> tuple[RolloutRequested, RolloutRequested]:
+    """Two requests (other seeds) whose keys land on the same ``rollouts`` partition, in the order published."""
+    partitions = ports.bus.partitions(TOPIC_ROLLOUTS)
+    by_partition: dict[int, list[RolloutRequested]] = {}
+    for seed in range(64):
+        req = request(seed=seed)
+        by_partition.setdefault(partition_for_key(to_record(req).key, partitions), []).append(req)
+    first, second = next(reqs for reqs in by_partition.values() if len(reqs) >= 2)[:2]
+    return first, second
+
+
 def half_episode(ports: Ports, req: RolloutRequested) -> tuple[EpisodeStarted, ContextBuilt]:
     """What a worker killed during the first step of ``req``'s attempt 0 left on the log."""
     envelope = dict(producer=P, run_id="unit", task_id=TASK.task_id, episode_id=req.episode_id, attempt=0)
@@ -254,12 +265,7 @@ def test_a_peer_that_came_and_went_while_the_worker_was_busy_leaves_its_request_
     killed: the worker, back with its old share, still checks that request against the log, closes the peer's
     attempt as abandoned and runs the next one. (A kill -9 chaos run found such an attempt never closed: the worker
     took the request for its own next one, because its share looked unchanged.)"""
-    partitions = ports.bus.partitions(TOPIC_ROLLOUTS)
-    by_partition: dict[int, list[RolloutRequested]] = {}
-    for seed in range(64):
-        req = request(seed=seed)
-        by_partition.setdefault(partition_for_key(to_record(req).key, partitions), []).append(req)
-    first, second = next(reqs for reqs in by_partition.values() if len(reqs) >= 2)[:2]
+    first, second = two_requests_of_one_partition(ports)
     publish(ports.bus, first)
     w = worker(ports, tmp_path, stale_after_s=0.0)
     w.settle_s = 0.0  # long past its last rebalance: only a change it notices makes it check the log
@@ -270,7 +276,8 @@ def test_a_peer_that_came_and_went_while_the_worker_was_busy_leaves_its_request_
     peer.close()  # killed
     time.sleep(ports.bus.session_timeout_s / 2)  # the worker's own rebalance is due when it polls again
     stats = w.run(idle_exit_s=0.5)
-    assert w.consumer.assignment() == {TopicPartition(TOPIC_ROLLOUTS, p) for p in range(partitions)}
+    every = {TopicPartition(TOPIC_ROLLOUTS, p) for p in range(ports.bus.partitions(TOPIC_ROLLOUTS))}
+    assert w.consumer.assignment() == every
     episodes = by_episode(ports)
     broken, rerun = episodes[second.episode_id], episodes[episode_id_for(second, 0, 1)]
     assert [type(e) for e in broken] == [EpisodeStarted, ContextBuilt, EpisodeEnded], "the peer's attempt, closed"
@@ -285,12 +292,7 @@ def test_requests_delivered_again_after_a_rewind_without_a_rebalance_are_each_ch
     broker restart mid-round): the requests it already ran come again, in order. Each is checked against the log,
     not only the first: the second follows the first as a new request would, and a broker-restart fault run found
     it run again under the same episode id (one episode verified twice)."""
-    partitions = ports.bus.partitions(TOPIC_ROLLOUTS)
-    by_partition: dict[int, list[RolloutRequested]] = {}
-    for seed in range(64):
-        req = request(seed=seed)
-        by_partition.setdefault(partition_for_key(to_record(req).key, partitions), []).append(req)
-    first, second = next(reqs for reqs in by_partition.values() if len(reqs) >= 2)[:2]
+    first, second = two_requests_of_one_partition(ports)
     publish(ports.bus, first, second)
     w = worker(ports, tmp_path)
     w.settle_s = 0.0  # long past its last rebalance
