@@ -10,9 +10,10 @@ import pytest
 from stack_support import ports_free
 
 from infra.bootstrap import open_blob_store, open_bus, open_registry
-from infra.bus.errors import BusError, BusWriteError
+from infra.bus.errors import BusError, BusUnavailable, BusWriteError, UnknownTopic
 from infra.bus.records import OutgoingRecord, TopicLayout
 from infra.config import Settings
+from infra.outages import is_outage
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
@@ -77,6 +78,28 @@ def test_kafka_broker_restart_loses_nothing(private_stack):
     )
     assert len(acknowledged) == 3000
     assert not lost
+
+
+def test_a_topic_read_while_the_broker_is_down_is_an_outage_not_an_unknown_topic(private_stack):
+    """A reader whose metadata lacks a topic asks the broker again; only the broker's answer makes the topic unknown.
+    With the broker down the read is ``BusUnavailable`` (waited out by the consumer runtime): a broker restart
+    mid-round emptied a verifier reader's metadata, and each read then failed at once as "topic does not exist", a
+    handler error, so the verifier dead-lettered the episodes it was judging."""
+    stack = private_stack(["kafka"])
+    bus = open_bus(f"kafka://{stack.settings.host}:{stack.settings.kafka_port}", _client_settings(stack))
+    bus.create_topics([TopicLayout("events", 2)])
+    assert sorted(bus.end_offsets("events")) == [0, 1]
+    with pytest.raises(UnknownTopic):  # the broker answered: the topic was never created
+        bus.end_offsets("never-created")
+    stack.down(["kafka"])
+    try:
+        with pytest.raises(BusUnavailable) as down:  # not in the reader's metadata, and no broker to ask
+            bus.end_offsets("other-events")
+        assert is_outage(down.value)
+    finally:
+        stack.up(["kafka"])
+    assert sorted(bus.end_offsets("events")) == [0, 1]
+    bus.close()
 
 
 class _CountingHandler(logging.Handler):
