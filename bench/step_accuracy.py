@@ -9,7 +9,8 @@ For wrong values it also says whether the right value and the model's one were i
 The dev Overall of whole episodes is a coarse, noisy figure (64 tasks); this one tells which part of an
 action to work on (the copy bias and the canonical field order were chosen with it).
 
-    .venv/bin/python bench/step_accuracy.py CHECKPOINT_DIR [--copy-bias 7] [--dev-per-category 16] [--samples 3]
+    .venv/bin/python bench/step_accuracy.py CHECKPOINT_DIR [--copy-bias 7] [--dev-per-category 16] [--samples 3] \
+        [--by-template]
 
 CHECKPOINT_DIR is a trained checkpoint folder (``.flywheel/learner/sft-<run>-r<round>``, or a registry download).
 """
@@ -33,6 +34,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from bus_schemas.events.tasks import TaskSpecified
 from harness_service.context.messages import ChatMessage, render_messages
 from harness_service.policy.base import PolicyOutput
 from harness_service.policy.scripted import ScriptedPolicy
@@ -84,6 +86,9 @@ class Tally:
     samples: defaultdict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
     values: Counter[str] = dataclasses.field(default_factory=Counter)
     """Each wrong argument value, by where the right one and the model's one stand in the model's window."""
+    templates: defaultdict[str, Counter[str]] = dataclasses.field(default_factory=lambda: defaultdict(Counter))
+    """Per template: its steps by kind, plus ``episodes``, ``all exact`` (every step of the episode exact: the
+    model would solve it acting greedily) and ``first <kind>`` (the first step that was not exact, by kind)."""
 
 
 def _values(action: dict[str, Any]) -> dict[str, Any]:
@@ -106,10 +111,20 @@ def _shown(value: Any, window: str) -> bool:
 class Probe:
     """A harness policy that acts as the reference solver and asks the model at every step."""
 
-    def __init__(self, reference: ScriptedPolicy, model: PlannerPolicy, tally: Tally, category: str, samples: int):
+    def __init__(
+        self, reference: ScriptedPolicy, model: PlannerPolicy, tally: Tally, task: TaskSpecified, samples: int
+    ):
         self.reference, self.planner, self.tally = reference, model, tally
-        self.category, self.keep = category, samples
+        self.category, self.keep = task.category, samples
+        self.template = task.source.template_id or task.task_id
+        self.first: str | None = None
         self.name = self.model = reference.name
+
+    def close(self) -> None:
+        """Counts the episode for its template once the reference has finished it."""
+        counts = self.tally.templates[self.template]
+        counts["episodes"] += 1
+        counts["all exact" if self.first is None else f"first {self.first}"] += 1
 
     def _values(self, messages: Sequence[ChatMessage], reference: dict[str, Any], model: dict[str, Any]) -> None:
         """Where each wrong value stands: the right one in the window or not (lost to the window's budget, or made
@@ -135,6 +150,9 @@ class Probe:
         model = parsed(got)
         kind = difference(reference, model)
         self.tally.kinds[self.category][kind] += 1
+        self.tally.templates[self.template][kind] += 1
+        if kind != "exact" and self.first is None:
+            self.first = kind
         if kind == "wrong value" and reference is not None and model is not None:
             self._values(messages, _values(reference), _values(model))
         if reference is not None and reference.get("kind") == "tool_call":
@@ -145,36 +163,77 @@ class Probe:
         return out
 
 
+def _template_table(tally: Tally) -> Table:
+    """One row per template, the worst first: exact steps, episodes whose every step was exact, the first wrong
+    step of the others by kind (the step that ends a greedy episode, or sends it off the reference's path)."""
+    table = Table(title="Per template (teacher-forced; 'all exact': every step of the episode exact)")
+    for column in ("template", "episodes", "exact steps", "all exact", *(f"first {k}" for k in KINDS[1:])):
+        table.add_column(column, justify="left" if column == "template" else "right", no_wrap=column == "template")
+
+    def exact_share(item: tuple[str, Counter[str]]) -> float:
+        counts = item[1]
+        return counts["exact"] / max(1, sum(counts[k] for k in KINDS))
+
+    for template, counts in sorted(tally.templates.items(), key=exact_share):
+        steps = sum(counts[k] for k in KINDS)
+        table.add_row(
+            template,
+            str(counts["episodes"]),
+            f"{counts['exact']}/{steps}",
+            str(counts["all exact"]),
+            *(str(counts[f"first {k}"]) for k in KINDS[1:]),
+        )
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", type=Path, help="a trained checkpoint folder (config.json, tokenizer, window)")
     parser.add_argument("--copy-bias", type=float, default=None, help="override the window's copy bias")
-    parser.add_argument("--dev-per-category", type=int, default=16, help="dev tasks per category (default 16)")
+    parser.add_argument(
+        "--dev-per-category", type=int, default=16, help="dev tasks per category (default 16; 0: the whole split)"
+    )
     parser.add_argument("--samples", type=int, default=3, help="wrong steps shown per category (default 3)")
+    parser.add_argument(
+        "--template",
+        action="append",
+        default=[],
+        help="only the dev tasks of this template id (e.g. tu.weather_high); repeat for several",
+    )
+    parser.add_argument(
+        "--by-template", action="store_true", help="also a table per template: its steps by kind, first wrong step"
+    )
     args = parser.parse_args()
 
     window = PromptWindow.load(args.checkpoint)
     if args.copy_bias is not None:
         window = dataclasses.replace(window, copy_bias=args.copy_bias)
     model = PlannerPolicy.from_dir(args.checkpoint, window=window)
-    config = LearnerConfig(dev_per_category=args.dev_per_category)
+    config = LearnerConfig(dev_per_category=args.dev_per_category or None)
     tally, backend = Tally(), SandboxBackend()
     console = Console()
     with tempfile.TemporaryDirectory() as scratch:
         blobs = open_blob_store(f"file:///{scratch}/blobs")
-        tasks = dev_tasks(config, "step-accuracy")
+        tasks = [
+            t
+            for t in dev_tasks(config, "step-accuracy")
+            if not args.template or (t.source.template_id or t.task_id) in args.template
+        ]
+        if not tasks:
+            parser.error(f"no dev task of template(s) {', '.join(args.template)}")
         with console.status("") as status:
             for i, task in enumerate(tasks, 1):
                 status.update(f"dev task {i}/{len(tasks)}: {task.task_id}")
                 reference = ScriptedPolicy(harness_reference(task), "reference")
-                probe = Probe(reference, model, tally, task.category, args.samples)
+                probe = Probe(reference, model, tally, task, args.samples)
                 harness = Harness(
                     config=config.harness, policy=probe, blobs=blobs, events=lambda e: None, skills=skills()
                 )
                 run_judged_episode(harness, task, backend, RunIds(run_id="step-accuracy", round=0, cause=task.event_id))
+                probe.close()
 
     table = Table(title=f"Teacher-forced dev steps of {args.checkpoint} (copy bias {window.copy_bias})")
-    table.add_column("category")
+    table.add_column("category", no_wrap=True)
     for kind in KINDS:
         table.add_column(kind, justify="right")
     total: Counter[str] = Counter()
@@ -189,6 +248,8 @@ def main() -> None:
     for where, count in tally.values.most_common():
         console.print(f"wrong argument values: {where}: {count}")
     console.print(f"the step's system turn lists the reference's tool for {tally.listed[True]}/{listed} tool calls")
+    if args.by_template:
+        console.print(_template_table(tally))
     for category, pairs in sorted(tally.samples.items()):
         for reference_text, model_text in pairs:
             console.print(
