@@ -51,6 +51,25 @@ class MemoryPolicy(_Config):
     near_duplicate_threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.85
 
 
+class ProcedurePrior(_Config):
+    """Which tool comes next, given the last call and the goal's words: counts drawn from solutions
+    (``harness_service.tools.selection.fit_procedure``), ranked per episode by ``goal_successors``.
+
+    A table of the most frequent successors (``CompactContext.tool_successors``) shows the same two tools after a
+    call in every episode; after ``contacts.search_contacts`` that is ``messages.send`` whether the goal asks to text
+    someone, count their unread messages or pay them. Here each tool that ever followed the call is scored by how
+    often it did and by the goal's words (naive Bayes over the goals of the solutions that called it), so the step
+    shows the successors this goal's solutions call."""
+
+    follows: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Tool name (``""``: an episode's first call) -> each tool called right after it in solutions -> how often."""
+    cues: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Tool name -> a goal word -> of the tool's counted calls, how many had a goal holding the word (rare words
+    left out: a name seen in one solution says nothing about the next goal)."""
+    shown: Annotated[int, Field(ge=1, le=8)] = 2
+    """Successors shown first at the step after a call (each costs a line of the compact tool list)."""
+
+
 class CompactContext(_Config):
     """A compact rendering of the system turn for small models (a harness profile, versioned like any other).
 
@@ -69,7 +88,10 @@ class CompactContext(_Config):
     """Tool name -> the tools that followed it in solutions, most frequent first (``""``: the first call of an
     episode): a procedure prior drawn from traces (the reviser's ``add_tool_successors`` window edit). The step
     after a call shows them first, so a small model sees the tool it needs next even when the goal's words do
-    not name it (``search_contacts`` before ``send_money``)."""
+    not name it (``search_contacts`` before ``send_money``). An entry here overrides ``procedure``'s for its tool."""
+    procedure: ProcedurePrior | None = None
+    """The successors ranked for each episode's goal (``tool_successors`` entries take precedence); None: the
+    ``tool_successors`` table alone."""
     action_format: Literal["full", "short"] = "short"
     skill_chars: Annotated[int, Field(ge=0, le=20_000)] = 160
     offer_skills: bool = True
@@ -99,13 +121,16 @@ class HarnessConfig(_Config):
 
     def digest(self) -> str:
         """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset, without an empty
-        ``compact.tool_successors`` and without the default ``action_syntax``, so versions made before those fields
-        existed keep their digest)."""
+        ``compact.tool_successors`` or an unset ``compact.procedure`` and without the default ``action_syntax``, so
+        versions made before those fields existed keep their digest)."""
         exclude: dict[str, Any] = {}
         if self.compact is None:
             exclude["compact"] = True
-        elif not self.compact.tool_successors:
-            exclude["compact"] = {"tool_successors"}
+        else:
+            unset = {"tool_successors"} if not self.compact.tool_successors else set()
+            unset |= {"procedure"} if self.compact.procedure is None else set()
+            if unset:
+                exclude["compact"] = unset
         if self.action_syntax == "action":
             exclude["action_syntax"] = True
         body = self.model_dump_json(exclude=exclude or None)

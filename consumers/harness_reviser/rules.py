@@ -58,7 +58,7 @@ from harness_service.revisions import (
     skill_notes,
 )
 from harness_service.runner.budgets import effective_budgets
-from harness_service.tools.selection import select_tools, step_tools, successor_table
+from harness_service.tools.selection import episode_successors, select_tools, step_tools, successor_table
 from producers.backends.base import ToolSpec
 
 ToolDocs = Callable[[str], ToolSpec | None]
@@ -199,7 +199,7 @@ def _step_tools(
     """The tools a compact context shows for ``task`` after ``called`` (no skill loaded) with ``top_k``."""
     specs = [s for name in task.tools if (s := docs(name)) is not None]
     goal = select_tools(task.goal, specs, top_k) if top_k else []
-    return [t.name for t in step_tools(specs, (), called, goal, top_k, compact.tool_successors)]
+    return [t.name for t in step_tools(specs, (), called, goal, top_k, episode_successors(compact, task.goal))]
 
 
 def _first_step_tools(task: TaskSpecified, docs: ToolDocs, compact: CompactContext, top_k: int) -> list[str]:

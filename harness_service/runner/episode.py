@@ -55,7 +55,7 @@ from harness_service.runner.executor import ActionExecutor, failure
 from harness_service.runner.recorder import EpisodeRecorder
 from harness_service.skills.library import SkillLibrary
 from harness_service.skills.skill import Skill
-from harness_service.tools.selection import select_tools, step_tools
+from harness_service.tools.selection import episode_successors, select_tools, step_tools
 from harness_service.user.simulator import USER_REPLY_FLAG, UserSimulator, user_for
 from producers.backends.base import Backend, Observation, ToolSpec
 from producers.backends.evidence import store_evidence
@@ -254,6 +254,7 @@ class _Episode:
         )
         compact = self.h.config.compact
         self.goal_tools = select_tools(self.goal, tools, compact.tool_top_k) if compact is not None else []
+        self.successors = episode_successors(compact, self.goal) if compact is not None else {}
         budgets = self.h.config.budgets
         self.builder = ContextBuilder(budgets.context_tokens, self.turn_chars, self.h.counter)
         self.executor = ActionExecutor(self.backend, self.memory, self.h.skills, self.loaded, self._spawn)
@@ -277,7 +278,7 @@ class _Episode:
         compact = self.h.config.compact
         if compact is not None:
             shown = step_tools(
-                self.tools, self.loaded, self.called, self.goal_tools, compact.tool_top_k, compact.tool_successors
+                self.tools, self.loaded, self.called, self.goal_tools, compact.tool_top_k, self.successors
             )
             inputs = replace(inputs, tools=tuple(shown))
         context = self.builder.build(inputs)

@@ -1,18 +1,25 @@
-"""Picks the tools relevant to a free-form goal by BM25 over tool names and descriptions (SQLite FTS5)."""
+"""Picks the tools a step shows: BM25 of the goal over tool names and descriptions (SQLite FTS5), and the procedure
+prior's successors of the last call (a frequency table, or ranked for the goal by ``goal_successors``)."""
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 
+from harness_service.config import CompactContext, ProcedurePrior
 from harness_service.revisions import MAX_SUCCESSORS
 from harness_service.skills.skill import Skill
 from producers.backends.base import ToolSpec
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+MIN_CUE = 3
+"""A goal word becomes a cue of a tool once that many of the tool's counted calls had it in their goal."""
+_CUE_SMOOTHING = 0.1
+"""Added to a cue's count (and twice to the calls) so a word a tool's goals never held costs, but not infinitely."""
 
 
 def _words(text: str) -> str:
@@ -68,3 +75,52 @@ def successor_table(procedures: Iterable[Sequence[str]]) -> dict[str, tuple[str,
         before: tuple(sorted(counts, key=lambda name: (-counts[name], name))[:MAX_SUCCESSORS])
         for before, counts in sorted(follows.items())
     }
+
+
+def fit_procedure(solutions: Iterable[tuple[str, Sequence[str]]], *, min_cue: int = MIN_CUE) -> ProcedurePrior:
+    """The prior of ``solutions`` (each a goal and the tools its solution called, in order): which tool followed
+    which (a repeated call is not its own successor, as in ``successor_table``) and, for each call counted, the
+    words of its goal. Deterministic: sorted keys."""
+    follows: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    cues: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for goal, calls in solutions:
+        words = set(_words(goal).split())
+        for before, call in zip(("", *calls), calls, strict=False):
+            if before != call:
+                follows[before][call] += 1
+                cues[call].update(words)
+    return ProcedurePrior(
+        follows={before: dict(sorted(after.items())) for before, after in sorted(follows.items())},
+        cues={
+            tool: {word: n for word, n in sorted(counts.items()) if n >= min_cue}
+            for tool, counts in sorted(cues.items())
+        },
+    )
+
+
+def goal_successors(prior: ProcedurePrior, goal: str) -> dict[str, tuple[str, ...]]:
+    """Each call of ``prior`` -> the ``prior.shown`` tools most likely to follow it for ``goal``: scored by
+    ``log(times it followed) + sum over the goal's known words of log P(word in the goal | the tool is called)``
+    (naive Bayes; a word no tool's goals held is no evidence), ties by name."""
+    calls: Counter[str] = Counter()
+    for after in prior.follows.values():
+        calls.update(after)
+    known = {word for counts in prior.cues.values() for word in counts}
+    words = set(_words(goal).split()) & known
+
+    def score(before: str, tool: str) -> float:
+        cues = prior.cues.get(tool, {})
+        evidence = sum(math.log((cues.get(w, 0) + _CUE_SMOOTHING) / (calls[tool] + 2 * _CUE_SMOOTHING)) for w in words)
+        return math.log(prior.follows[before][tool]) + evidence
+
+    return {
+        before: tuple(sorted(after, key=lambda tool: (-score(before, tool), tool))[: prior.shown])
+        for before, after in prior.follows.items()
+    }
+
+
+def episode_successors(compact: CompactContext, goal: str) -> dict[str, tuple[str, ...]]:
+    """The successor table one episode's steps use: ``compact.procedure`` ranked for ``goal``, with the entries of
+    ``compact.tool_successors`` (a reviser's edits) in place of its own."""
+    ranked = goal_successors(compact.procedure, goal) if compact.procedure is not None else {}
+    return {**ranked, **compact.tool_successors}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_service.tools.selection import select_tools, step_tools
+from harness_service.config import CompactContext
+from harness_service.tools.selection import episode_successors, fit_procedure, goal_successors, select_tools, step_tools
 from producers.backends.sandbox.catalog import TOOLS
 
 pytestmark = pytest.mark.unit
@@ -43,3 +44,45 @@ def test_a_step_shows_the_successors_of_the_last_call_first() -> None:
         step_tools(SPECS, (), ["maps.search_places"], goal, 3, {})
     )  # no table: the called tools, then the goal's matches
     assert len(step_tools(SPECS, (), [], goal, 1, successors)) == 1
+
+
+_SOLUTIONS = [
+    *[("Pay Nora Chen $12 for lunch", ("contacts.search_contacts", "wallet.send_money"))] * 3,
+    *[("Text Nora Chen that I am late", ("contacts.search_contacts", "messages.send"))] * 4,
+    *[("How many unread messages from Nora Chen", ("contacts.search_contacts", "messages.conversation"))] * 3,
+]
+
+
+def test_a_fitted_prior_ranks_a_calls_successors_by_the_goals_words() -> None:
+    prior = fit_procedure(_SOLUTIONS, min_cue=2)
+    assert prior.follows["contacts.search_contacts"] == {
+        "messages.conversation": 3,
+        "messages.send": 4,
+        "wallet.send_money": 3,
+    }
+    assert prior.cues["wallet.send_money"]["pay"] == 3 and "pay" not in prior.cues["messages.send"]
+    after = "contacts.search_contacts"
+    assert goal_successors(prior, "Pay Ada Berg $5 for the taxi")[after][0] == "wallet.send_money"
+    assert goal_successors(prior, "How many unread messages do I have from Ada Berg?")[after][0] == (
+        "messages.conversation"
+    )
+    # no known word: how often each followed decides (then the name); words no solution's goal held are no evidence
+    assert goal_successors(prior, "Zorble Quux")[after] == ("messages.send", "messages.conversation")
+    shown_one = prior.model_copy(update={"shown": 1})
+    assert goal_successors(shown_one, "Pay Ada")[after] == ("wallet.send_money",)
+    assert goal_successors(prior, "Pay Ada")[""] == ("contacts.search_contacts",)
+
+
+def test_rare_goal_words_are_no_cue() -> None:
+    prior = fit_procedure([("Pay Nora", ("wallet.send_money",)), ("Pay Ada", ("wallet.send_money",))], min_cue=2)
+    assert prior.cues["wallet.send_money"] == {"pay": 2}
+
+
+def test_an_episodes_successors_are_the_goal_ranked_prior_with_the_revisers_entries_in_their_place() -> None:
+    prior = fit_procedure(_SOLUTIONS, min_cue=2)
+    compact = CompactContext(procedure=prior, tool_successors={"contacts.search_contacts": ("calls.call",)})
+    table = episode_successors(compact, "Pay Ada $5")
+    assert table["contacts.search_contacts"] == ("calls.call",) and table[""] == ("contacts.search_contacts",)
+    assert episode_successors(CompactContext(tool_successors={"": ("maps.search_places",)}), "Pay Ada") == {
+        "": ("maps.search_places",)
+    }

@@ -128,16 +128,18 @@ def test_a_tool_description_edit_changes_the_conditioning_ids(tokenizer, tasks) 
     assert conditioned(tokenizer, task, noted)[0] != conditioned(tokenizer, task, base)[0]
 
 
-def test_a_successor_edit_shows_the_next_tool_and_changes_the_conditioning_ids(tokenizer, tasks) -> None:
+def test_a_successor_edit_shows_its_tools_first_and_changes_the_conditioning_ids(tokenizer, tasks) -> None:
     base, task = LearnerConfig().harness, tasks["tool_use"]
     calls = sandbox_procedure(task)
-    assert calls is not None and len(calls) >= 2 and base.compact is not None
-    learned = apply(base, AddToolSuccessors(successors={"": (calls[0],), calls[0]: (calls[1],)}))
+    assert calls is not None and len(calls) >= 2 and calls[0] != calls[1] and base.compact is not None
+    shown = tokenizer.decode(conditioned(tokenizer, task, base)[0]).split("# Tools\n", 1)[1]
+    assert shown.startswith(f"- {calls[0]}(")  # the goal-ranked prior already shows the first call first
+    learned = apply(base, AddToolSuccessors(successors={"": (calls[1], calls[0])}))  # the edit's entry wins
     assert learned.digest() != base.digest()
     before, after = conditioned(tokenizer, task, base), conditioned(tokenizer, task, learned)
-    tools = [tokenizer.decode(ids).split("# Tools\n", 1)[1].split("<|im_end|>", 1)[0] for ids in after]
-    assert tools[0].startswith(f"- {calls[0]}(") and tools[1].startswith(f"- {calls[1]}(")  # shown first
-    assert before[0] != after[0] or before[1] != after[1]
+    tools = tokenizer.decode(after[0]).split("# Tools\n", 1)[1].split("<|im_end|>", 1)[0]
+    assert tools.startswith(f"- {calls[1]}(") and f"\n- {calls[0]}(" in tools
+    assert before[0] != after[0]
 
 
 def test_a_config_without_the_compact_profile_keeps_its_digest() -> None:
