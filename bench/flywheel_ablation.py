@@ -21,7 +21,10 @@ Measured 2026-12-06 (the default loop, two retries, against 1,600 SFT steps): te
 0.331 / 0.406 / 0.400 on seeds 0 / 1 / 2, paired +0.021 [-0.035, +0.079] over 192 pairs: level with SFT-only.
 Again 2026-12-07 with continued rounds merged with their parent (``parent_merge`` 0.5; another machine, whose
 float results differ): test 0.406 / 0.444 against 0.369 / 0.481 on seeds 0 / 1, paired -0.000 [-0.078, +0.081]
-over 128 pairs (each arm alone solved 9 and 10 tasks): still level.
+over 128 pairs (each arm alone solved 9 and 10 tasks): still level. Again with the procedure prior ranked for the
+goal (2026-12-07; the loop arms read back with ``--resume`` from two clean-clone ``flywheel run --seed N`` runs of
+the same code): test 0.387 / 0.362 against 0.381 / 0.444, paired -0.037 [-0.109, +0.031] over 128 pairs (the loop
+alone solved 6, SFT-only alone 11): level, the better cold start lifting both arms.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """

@@ -75,8 +75,9 @@ class CompactContext(_Config):
 
     Instead of every tool with its JSON Schema (4-8k tokens), each step shows ``tool_top_k`` tools, one line
     each (name, argument names, the harness's own note or the first ``tool_description_chars`` of its
-    description): the tools that followed the last call in solutions (``tool_successors``), the loaded skill's
-    tools and the tools already called first, then the best matches of the goal (BM25). The action kinds are
+    description): the tools that followed the last call in solutions (``procedure``, ranked for the goal, or the
+    fixed ``tool_successors``), the loaded skill's tools and the tools already called first, then the best matches
+    of the goal (BM25). The action kinds are
     one short line, loaded skills are clipped to ``skill_chars``.
     """
 

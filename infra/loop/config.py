@@ -219,7 +219,13 @@ def profile(name: str) -> LoopConfig:
     every category above 0 by the last round, test 0.363 (``loop_learner`` has the history; ``failure_retries``
     the same job without retries). Seed 0 on a faster machine (2026-12-07, with ``parent_merge``): 38 and 35 of 64
     rollouts and 2 of 52 and 5 of 58 retries solved, 33 and 28 own episodes admitted, dev 0.369 -> 0.463 -> 0.356
-    (every category above 0 in every round), test 0.388, 11.0 min.
+    (every category above 0 in every round), test 0.388, 11.0 min. With the procedure prior ranked for the goal
+    (``harness_service.config.ProcedurePrior``, 2026-12-07, same machine): 35 and 26 of 64 rollouts and 11 of 58
+    and 6 of 76 retries solved, 36 and 27 own episodes admitted, dev 0.425 -> 0.469 -> 0.487, test 0.387; seed 1
+    0.356 -> 0.388 -> 0.375, test 0.362 (against 0.387 -> 0.406 -> 0.425, test 0.506 with the fixed table). On
+    the whole splits (128 dev / 128 test tasks) the cold start gained on both seeds (round 0's model, seed 0: dev
+    0.354 -> 0.404, test 0.348 -> 0.374; seed 1: 0.315 -> 0.396, 0.325 -> 0.359), the run's best model by dev
+    less (seed 0: 0.419 / 0.381 -> 0.422 / 0.371; seed 1: 0.354 / 0.396 -> 0.395 / 0.351).
     ``full``: 5 rounds, a larger train pool, more SFT steps and rollouts (about an hour on 2 cores)."""
     if name == "quick":
         return LoopConfig()
