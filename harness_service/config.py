@@ -77,8 +77,7 @@ class CompactContext(_Config):
     each (name, argument names, the harness's own note or the first ``tool_description_chars`` of its
     description): the tools that followed the last call in solutions (``procedure``, ranked for the goal, or the
     fixed ``tool_successors``), the loaded skill's tools and the tools already called first, then the best matches
-    of the goal (BM25). The action kinds are
-    one short line, loaded skills are clipped to ``skill_chars``.
+    of the goal (BM25). The action kinds are one short line, loaded skills are clipped to ``skill_chars``.
     """
 
     tool_top_k: Annotated[int, Field(ge=0, le=64)] = 3
