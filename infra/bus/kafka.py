@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import time
 import uuid
@@ -182,13 +183,23 @@ class KafkaBus:
         without the topic makes it ``UnknownTopic``. A reader's metadata loses its topics when the broker goes
         down (a broker restart mid-round, tests/faults/test_broker_restart_round.py): each read then failed at
         once with "topic does not exist", a handler error, so the verifier dead-lettered the episodes it was
-        judging instead of waiting for the broker."""
+        judging instead of waiting for the broker.
+
+        A refresh can also fail because the reader knows no broker any more: a broker that is restarting answers a
+        metadata request without brokers, aiokafka's client then holds an empty broker list and no bootstrap
+        connection, and every later refresh asks nobody ("Unable to update metadata from []") for as long as the
+        reader lives, so a curator waited out its whole outage allowance and the round stalled (a CI run of the
+        broker-restart test, 2026-12-07). Such a reader bootstraps again from the bus's servers."""
         deadline = time.monotonic() + self.timeout_s
+        client = reader._client  # noqa: SLF001 - aiokafka has no public metadata refresh or re-bootstrap
         while not (parts := reader.partitions_for_topic(topic)):
-            if await reader._client.force_metadata_update():  # noqa: SLF001 - no public refresh in aiokafka
+            if await client.force_metadata_update():
                 if parts := reader.partitions_for_topic(topic):
                     break
                 raise UnknownTopic(f"topic {topic!r} does not exist on {self.url}")
+            if not client.cluster.brokers():
+                with contextlib.suppress(AioKafkaError):  # the broker is still down: tried again next time round
+                    await client.bootstrap()
             if time.monotonic() >= deadline:
                 raise BusUnavailable(f"no metadata of topic {topic!r} from {self.url} in {self.timeout_s:.0f} s")
             await asyncio.sleep(0.2)

@@ -102,6 +102,26 @@ def test_a_topic_read_while_the_broker_is_down_is_an_outage_not_an_unknown_topic
     bus.close()
 
 
+def test_a_reader_that_lost_every_broker_bootstraps_again(private_stack):
+    """A broker that is restarting can leave a reader's client with no broker at all (a metadata answer without
+    brokers, the bootstrap connection long closed): each refresh then asks nobody, for as long as the reader lives,
+    and a curator waited out its whole outage allowance on a broker that was back (CI, 2026-12-07). Here the reader's
+    client is put in that state (no broker, the topic gone from its metadata) with the broker up: the read
+    bootstraps again and answers, where it was ``BusUnavailable`` after ``timeout_s``."""
+    stack = private_stack(["kafka"])
+    bus = open_bus(f"kafka://{stack.settings.host}:{stack.settings.kafka_port}", _client_settings(stack))
+    bus.create_topics([TopicLayout("events", 2)])
+    assert sorted(bus.end_offsets("events")) == [0, 1]
+    reader = bus._loop.run(bus._offsets_reader())  # noqa: SLF001 - the bus's long-lived reader
+    cluster = reader._client.cluster  # noqa: SLF001
+    cluster._brokers.clear()  # noqa: SLF001 - what the restart left behind
+    cluster._partitions.pop("events")  # noqa: SLF001
+    assert not cluster.brokers() and not reader.partitions_for_topic("events")
+    assert sorted(bus.end_offsets("events")) == [0, 1]
+    assert cluster.brokers()
+    bus.close()
+
+
 class _CountingHandler(logging.Handler):
     """Counts the Kafka clients' reconnect complaints that get past their loggers' filters."""
 
