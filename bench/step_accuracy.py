@@ -45,6 +45,7 @@ from learner.episodes import run_judged_episode
 from learner.jobs import dev_tasks, skills
 from learner.model.policy import PlannerPolicy
 from learner.model.window import PromptWindow
+from learner.rl.frontier import template_of
 from producers.backends.base import Observation
 from producers.backends.sandbox.backend import SandboxBackend
 from producers.tasks.solver import harness_reference
@@ -116,7 +117,7 @@ class Probe:
     ):
         self.reference, self.planner, self.tally = reference, model, tally
         self.category, self.keep = task.category, samples
-        self.template = task.source.template_id or task.task_id
+        self.template = template_of(task)
         self.first: str | None = None
         self.name = self.model = reference.name
 
@@ -214,11 +215,7 @@ def main() -> None:
     console = Console()
     with tempfile.TemporaryDirectory() as scratch:
         blobs = open_blob_store(f"file:///{scratch}/blobs")
-        tasks = [
-            t
-            for t in dev_tasks(config, "step-accuracy")
-            if not args.template or (t.source.template_id or t.task_id) in args.template
-        ]
+        tasks = [t for t in dev_tasks(config, "step-accuracy") if not args.template or template_of(t) in args.template]
         if not tasks:
             parser.error(f"no dev task of template(s) {', '.join(args.template)}")
         with console.status("") as status:
