@@ -7,7 +7,7 @@ import math
 import re
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
 
 from harness_service.config import CompactContext, ProcedurePrior
@@ -63,14 +63,19 @@ def step_tools(
     return [by_name[n] for n in chosen]
 
 
+def _transitions(calls: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(the call before, or ``""`` at the start; the call) for each call of a solution, a repeated call left out (it
+    is not its own successor: the called tools are shown anyway)."""
+    return ((before, call) for before, call in zip(("", *calls), calls, strict=False) if before != call)
+
+
 def successor_table(procedures: Iterable[Sequence[str]]) -> dict[str, tuple[str, ...]]:
     """Each call (``""``: the start) -> the tools that followed it in ``procedures``, most frequent first (ties by
     name), at most ``MAX_SUCCESSORS``; a repeated call is not its own successor (the called tools are shown)."""
     follows: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for calls in procedures:
-        for before, call in zip(("", *calls), calls, strict=False):
-            if before != call:
-                follows[before][call] += 1
+        for before, call in _transitions(calls):
+            follows[before][call] += 1
     return {
         before: tuple(sorted(counts, key=lambda name: (-counts[name], name))[:MAX_SUCCESSORS])
         for before, counts in sorted(follows.items())
@@ -79,16 +84,15 @@ def successor_table(procedures: Iterable[Sequence[str]]) -> dict[str, tuple[str,
 
 def fit_procedure(solutions: Iterable[tuple[str, Sequence[str]]], *, min_cue: int = MIN_CUE) -> ProcedurePrior:
     """The prior of ``solutions`` (each a goal and the tools its solution called, in order): which tool followed
-    which (a repeated call is not its own successor, as in ``successor_table``) and, for each call counted, the
+    which (``_transitions``, as ``successor_table`` counts them) and, for each call counted, the
     words of its goal. Deterministic: sorted keys."""
     follows: defaultdict[str, Counter[str]] = defaultdict(Counter)
     cues: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for goal, calls in solutions:
         words = set(_words(goal).split())
-        for before, call in zip(("", *calls), calls, strict=False):
-            if before != call:
-                follows[before][call] += 1
-                cues[call].update(words)
+        for before, call in _transitions(calls):
+            follows[before][call] += 1
+            cues[call].update(words)
     return ProcedurePrior(
         follows={before: dict(sorted(after.items())) for before, after in sorted(follows.items())},
         cues={
