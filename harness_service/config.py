@@ -98,6 +98,11 @@ class CompactContext(_Config):
     observations: Literal["full", "result"] = "full"
     """``result``: observations show the tool's result (or error) only, without the state changes it made (which
     repeat the result for most calls) and without empty fields: about half the tokens of a step."""
+    worklist: bool = False
+    """After a tool call that used some ids of the newest list result (a list of records with ids: the tracks of
+    an artist, the receipts of a folder), the observation ends with the next id no call has used yet and how many
+    are left (``harness_service.context.worklist``): the list scrolls out of a small model's window, the id it needs
+    next stays in view."""
 
 
 class HarnessConfig(_Config):
@@ -121,14 +126,15 @@ class HarnessConfig(_Config):
 
     def digest(self) -> str:
         """``sha256:<hex>`` of the canonical JSON form (without ``compact`` when unset, without an empty
-        ``compact.tool_successors`` or an unset ``compact.procedure`` and without the default ``action_syntax``, so
-        versions made before those fields existed keep their digest)."""
+        ``compact.tool_successors``, an unset ``compact.procedure`` or an unset ``compact.worklist`` and without the
+        default ``action_syntax``, so versions made before those fields existed keep their digest)."""
         exclude: dict[str, Any] = {}
         if self.compact is None:
             exclude["compact"] = True
         else:
             unset = {"tool_successors"} if not self.compact.tool_successors else set()
             unset |= {"procedure"} if self.compact.procedure is None else set()
+            unset |= set() if self.compact.worklist else {"worklist"}
             if unset:
                 exclude["compact"] = unset
         if self.action_syntax == "action":

@@ -43,6 +43,7 @@ from harness_service.context.feedback import render_observation
 from harness_service.context.history import HistoryTurn
 from harness_service.context.messages import CONTEXT_MEDIA_TYPE
 from harness_service.context.tokens import ApproxTokenCounter, TokenCounter
+from harness_service.context.worklist import Worklist
 from harness_service.identity_cache import IdentityCache
 from harness_service.memory.consolidate import MemoryMerger, consolidate
 from harness_service.memory.store import MemoryStore
@@ -201,6 +202,7 @@ class _Episode:
         self.history: list[HistoryTurn] = []
         self.loaded: list[Skill] = []
         self.called: list[str] = []  # tool names called so far (a compact context shows them)
+        self.worklist = Worklist()  # the list result being worked through (a compact context may show it)
         self.input_tokens = self.output_tokens = self.thinking_tokens = self.child_tokens = 0
         self.sub = _SubagentCost()  # what sub-agents spent: rolled up into this episode's EpisodeEnded
         self.steps = self.tool_calls = self.invalid = 0
@@ -361,6 +363,13 @@ class _Episode:
             self.tool_calls += 1
             self.called.append(action.name)
         observation, feedback = self._observe(step, self.executor.execute(action))
+        compact = self.h.config.compact
+        if isinstance(action, ToolCall) and compact is not None and compact.worklist:
+            self.worklist.use(action.args)
+            if observation.error is None:
+                self.worklist.observe(step, observation.result)
+            line = self.worklist.line()
+            feedback = feedback if line is None else f"{feedback}\n{line}"
         self._remember(step, text, observation, feedback, action_summary(action))
         return None
 

@@ -44,6 +44,16 @@ Measured 2026-12-06 (1,200 steps on the main job's round-0 datasets, against val
 0: 231 vs 210 exact dev reference steps (70 vs 88 wrong values), dev 0.344 vs 0.294, test 0.306 vs 0.200; seed 1:
 dev 0.294 vs 0.231, test 0.344 vs 0.263. Words and numbers: seed 0, 233 exact steps, dev 0.294, test 0.381 (the
 templates that pay an amount or set a duration now solved); seed 1, dev 0.344, test 0.450.
+
+Worklist slots: a list result ("every Amber Fields track", "every receipt") numbers its ids by where they first
+stand, so the id a step needs next has another slot in every instance, and a two-layer model does not learn to point
+at it (see the random slots above). The harness's worklist line names the next id no call has used
+(``CompactContext.worklist``); that id gets the slot ``<|n0|>`` wherever it stands, and the id the line named before
+it ``<|n1|>`` (the one the last calls worked on: forward a receipt, then archive it), so "add the next track" is one
+token in every instance. Measured 2026-12-07 on the main job's round-0 model (seed 0, whole dev and test splits,
+against the goal-ranked tool prior alone): the line with value slots only, dev 0.389 / test 0.372 vs 0.404 / 0.374,
+the five list templates 8 of 40 tasks vs 4; with the worklist slots dev 0.411, test 0.459, the list templates 22 of
+40 (build_playlist 8 of 8, expense_receipts 6 of 8).
 """
 
 from __future__ import annotations
@@ -54,16 +64,20 @@ from functools import cached_property
 
 from harness_service.context.messages import ASSISTANT_START, USER_START, split_turns
 from harness_service.context.sections import TASK_HEADING
+from harness_service.context.worklist import WORKLIST_LINE
 
 SLOT_COUNT = 48
 """Slot tokens in the vocabulary; past this many distinct values in a conversation, slots are reused, newest wins
 (a prompt of the main job's cold-start data marks 16 candidates at the median, 134 at most)."""
 WORD_COUNT = 24
 """Slot tokens of the task's own words (``SlotTable.of``'s ``task_words``); past this many, reused, newest wins."""
-SLOT_TOKENS = (*(f"<|v{i}|>" for i in range(SLOT_COUNT)), *(f"<|w{i}|>" for i in range(WORD_COUNT)))
-"""Every slot token: the values' ``<|vK|>``, then the task words' ``<|wK|>``."""
-_VALUE_TOKENS, _WORD_TOKENS = SLOT_TOKENS[:SLOT_COUNT], SLOT_TOKENS[SLOT_COUNT:]
-_SLOT = re.compile(r"<\|[vw](\d+)\|>")
+LIST_TOKENS = ("<|n0|>", "<|n1|>")
+"""The slots of the worklist's ids (``harness_service.context.worklist``): the next id of the list the episode works
+through (named by the newest worklist line), and the one named before it (the id the last calls worked on)."""
+SLOT_TOKENS = (*(f"<|v{i}|>" for i in range(SLOT_COUNT)), *(f"<|w{i}|>" for i in range(WORD_COUNT)), *LIST_TOKENS)
+"""Every slot token: the values' ``<|vK|>``, the task words' ``<|wK|>``, then the worklist's ``<|nK|>``."""
+_VALUE_TOKENS, _WORD_TOKENS = SLOT_TOKENS[:SLOT_COUNT], SLOT_TOKENS[SLOT_COUNT : SLOT_COUNT + WORD_COUNT]
+_SLOT = re.compile(r"<\|[vwn](\d+)\|>")
 _STRING_FIELD = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*)"((?:[^"\\]|\\.)*)"')
 """A JSON field with a string value: group 2 the key, group 3 the value (a tool result's, or an action's)."""
 _NUMBER_FIELD = re.compile(r'("(?:[^"\\]|\\.)*"\s*:\s*)(-?\d+(?:\.\d+)?)(?=\s*[,}\]])')
@@ -123,8 +137,9 @@ class SlotTable:
                 if task_words and not words:
                     words.update((position + a, position + b) for a, b in _task_words(turn, found))
             position += len(turn)
-        by_value: dict[str, str] = {}
-        slots: dict[str, str] = {}
+        listed = _worklist_ids(conversation)
+        by_value: dict[str, str] = dict(zip(listed, LIST_TOKENS, strict=False))
+        slots: dict[str, str] = dict(zip(LIST_TOKENS, listed, strict=False))
         marks: list[tuple[int, int, str]] = []
         named = {False: 0, True: 0}  # distinct values, distinct words
         for start, end in sorted({*spans, *words}):
@@ -195,6 +210,15 @@ class SlotTable:
     def expand(self, output: str) -> str:
         """The model's ``output`` with each slot token replaced by its value (an unknown slot by nothing)."""
         return _SLOT.sub(lambda found: self.slots.get(found.group(0), ""), output)
+
+
+def _worklist_ids(conversation: str) -> list[str]:
+    """The id the newest worklist line names, then the newest other id an earlier line named (none, one or both)."""
+    named = [found.group(1) for found in WORKLIST_LINE.finditer(conversation)]
+    if not named:
+        return []
+    before = next((value for value in reversed(named) if value != named[-1]), None)
+    return [named[-1]] if before is None else [named[-1], before]
 
 
 def _apart(value: str) -> str:

@@ -4,17 +4,19 @@ decoder writes the value back; training and decoding see the same tokens."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from harness_service.context.messages import ChatMessage, render_messages
+from harness_service.context.worklist import Worklist
 from learner.dataset.tokenize import tokenize_example
 from learner.model import train_tokenizer
 from learner.model.copy_bias import CopyBias
 from learner.model.policy import PlannerPolicy
-from learner.model.value_slots import SLOT_COUNT, SLOT_TOKENS, SlotTable
+from learner.model.value_slots import LIST_TOKENS, SLOT_COUNT, SLOT_TOKENS, SlotTable
 from learner.model.window import END, PromptWindow, slot_ids, turn_corpus
 
 pytestmark = pytest.mark.unit
@@ -150,6 +152,24 @@ def test_past_the_slot_count_slots_are_reused_and_name_their_newest_value() -> N
     assert table.slots[SLOT_TOKENS[0]] == f"Town{SLOT_COUNT:03d}"
     assert table.delexicalise('{"args":{"city":"Town000"}}') == '{"args":{"city":"Town000"}}'  # its slot moved on
     assert table.delexicalise('{"args":{"city":"Town005"}}') == '{"args":{"city":"<|v5|>"}}'
+
+
+def test_the_worklist_names_its_next_id_and_the_one_before_by_slots_of_their_own() -> None:
+    tracks = [{"id": f"trk_{k}", "title": f"Song {k}"} for k in (3, 7, 9)]
+    worklist, turns = Worklist(), [ChatMessage(role="user", content=GOAL)]
+    worklist.observe(1, tracks)
+    for track in ("trk_3", "trk_7"):
+        turns.append(ChatMessage(role="user", content=f"Observation:\n{json.dumps(tracks)}\n{worklist.line()}"))
+        worklist.use({"track_id": track})
+        turns.append(ChatMessage(role="assistant", content=PAY.replace("c_14", track)))
+    turns.append(ChatMessage(role="user", content=f"Observation (step 4):\n{{}}\n{worklist.line()}"))
+    text = render_messages(turns)
+    table = SlotTable.of(text)
+    assert (table.slots[LIST_TOKENS[0]], table.slots[LIST_TOKENS[1]]) == ("trk_9", "trk_7")  # next, and before it
+    assert "trk_3" not in {table.slots[t] for t in LIST_TOKENS}  # an id used before that gets a value slot
+    assert table.delexicalise(PAY.replace("c_14", "trk_9")) == PAY.replace('"c_14"', f'"{LIST_TOKENS[0]}"')
+    assert table.mark(text).count(f"trk_9{LIST_TOKENS[0]}") == 3  # the list, every time, and the line
+    assert SlotTable.of(conversation()).slots.keys().isdisjoint(LIST_TOKENS)  # no worklist, no list slots
 
 
 def test_training_and_decoding_round_trip_through_the_same_tokens(tokenizer) -> None:
