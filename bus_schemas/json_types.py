@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Annotated
 
 from pydantic import AfterValidator, JsonValue
@@ -29,3 +30,16 @@ def _check_wire_safe(value: JsonValue) -> JsonValue:
 
 JsonData = Annotated[JsonValue, AfterValidator(_check_wire_safe)]
 """Any JSON value (object, array, string, finite number, bool, null) that encodes losslessly."""
+
+
+def json_leaves(value: object) -> Iterator[object]:
+    """The scalars of a JSON value (strings, numbers, booleans, nulls), depth first, in order: a mapping's values,
+    a list's items."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from json_leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_leaves(item)
+    else:
+        yield value

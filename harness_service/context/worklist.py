@@ -8,12 +8,11 @@ next id no call has used yet, so the step that needs it sees it (``CompactContex
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
-from bus_schemas.json_types import JsonData
+from bus_schemas.json_types import JsonData, json_leaves
 
 MIN_ITEMS = 2
 """A result listing fewer records is a lookup, not a list to work through."""
@@ -34,14 +33,14 @@ class Worklist:
         starts a new worklist; any other result leaves the current one."""
         if not isinstance(result, list) or len(result) < MIN_ITEMS:
             return
-        ids = [item.get("id") for item in result if isinstance(item, dict)]
-        if len(ids) == len(result) and all(isinstance(i, str) and i for i in ids):
-            self.step, self.ids, self.used = step, tuple(dict.fromkeys(ids)), set()  # type: ignore[arg-type]
+        ids = [i for item in result if isinstance(item, dict) and isinstance(i := item.get("id"), str) and i]
+        if len(ids) == len(result):
+            self.step, self.ids, self.used = step, tuple(dict.fromkeys(ids)), set()
 
     def use(self, args: JsonData) -> None:
         """A tool call's arguments: each string among them (nested too) that is an id of the list is used."""
         listed = set(self.ids)
-        self.used.update(value for value in _strings(args) if value in listed)
+        self.used.update(value for value in json_leaves(args) if isinstance(value, str) and value in listed)
 
     def line(self) -> str | None:
         """``Not used yet from step 3 (2 of 3): {"id":"trk_12"}`` while some of the list's ids are unused; None when
@@ -51,14 +50,3 @@ class Worklist:
             return None
         shown = orjson.dumps({"id": left[0]}).decode()
         return f"Not used yet from step {self.step} ({len(left)} of {len(self.ids)}): {shown}"
-
-
-def _strings(value: JsonData) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)

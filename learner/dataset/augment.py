@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import orjson
 
+from bus_schemas.json_types import json_leaves
 from learner.dataset.build import Example
 
 ACTION = re.compile(r"<action>(.*?)</action>", re.S)
@@ -25,14 +26,8 @@ WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-:.' ]*[A-Za-z0-9]|[A-Za-z0-9]")
 
 
 def _leaves(value: object) -> Iterator[str]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
-    elif isinstance(value, (str, int)) and not isinstance(value, bool):
-        yield str(value)
+    """The strings and integers among a JSON value's scalars, as text."""
+    return (str(v) for v in json_leaves(value) if isinstance(v, (str, int)) and not isinstance(v, bool))
 
 
 def copied_values(example: Example) -> list[str]:
