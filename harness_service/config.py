@@ -99,10 +99,10 @@ class CompactContext(_Config):
     """``result``: observations show the tool's result (or error) only, without the state changes it made (which
     repeat the result for most calls) and without empty fields: about half the tokens of a step."""
     worklist: bool = False
-    """After a tool call that used some ids of the newest list result (a list of records with ids: the tracks of
-    an artist, the receipts of a folder), the observation ends with the next id no call has used yet and how many
-    are left (``harness_service.context.worklist``): the list scrolls out of a small model's window, the id it needs
-    next stays in view."""
+    """While the newest list result (records with ids: an artist's tracks, a folder's receipts) has ids no tool call
+    has used since, each tool call's observation ends with the next of them and how many are left
+    (``harness_service.context.worklist``): the list scrolls out of a small model's window, the id it needs next
+    stays in view."""
 
 
 class HarnessConfig(_Config):
