@@ -24,7 +24,9 @@ float results differ): test 0.406 / 0.444 against 0.369 / 0.481 on seeds 0 / 1, 
 over 128 pairs (each arm alone solved 9 and 10 tasks): still level. Again with the procedure prior ranked for the
 goal (2026-12-07; the loop arms read back with ``--resume`` from two clean-clone ``flywheel run --seed N`` runs of
 the same code): test 0.387 / 0.362 against 0.381 / 0.444, paired -0.037 [-0.109, +0.031] over 128 pairs (the loop
-alone solved 6, SFT-only alone 11): level, the better cold start lifting both arms.
+alone solved 6, SFT-only alone 11): level, the better cold start lifting both arms. Again with the worklist line and
+its slots (2026-12-07, loop arms read back the same way): test 0.369 / 0.406 against 0.444 / 0.469, paired -0.069
+[-0.134, -0.013] over 128 pairs (the loop alone solved 8, SFT-only alone 16): SFT-only ahead, beyond the noise.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """
