@@ -110,12 +110,15 @@ def goal_successors(prior: ProcedurePrior, goal: str) -> dict[str, tuple[str, ..
     for after in prior.follows.values():
         calls.update(after)
     known = {word for counts in prior.cues.values() for word in counts}
-    words = set(_words(goal).split()) & known
+    words = sorted(set(_words(goal).split()) & known)
 
     def score(before: str, tool: str) -> float:
+        """Summed exactly (``fsum``): a plain sum's rounding follows the order of its terms, and two tools whose
+        scores are equal must tie in every process (a set's order changes with the hash seed), or a re-rendered
+        context differs from the recorded one."""
         cues = prior.cues.get(tool, {})
-        evidence = sum(math.log((cues.get(w, 0) + _CUE_SMOOTHING) / (calls[tool] + 2 * _CUE_SMOOTHING)) for w in words)
-        return math.log(prior.follows[before][tool]) + evidence
+        terms = [math.log((cues.get(w, 0) + _CUE_SMOOTHING) / (calls[tool] + 2 * _CUE_SMOOTHING)) for w in words]
+        return math.fsum([math.log(prior.follows[before][tool]), *terms])
 
     return {
         before: tuple(sorted(after, key=lambda tool: (-score(before, tool), tool))[: prior.shown])

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from harness_service.config import CompactContext
@@ -86,3 +90,31 @@ def test_an_episodes_successors_are_the_goal_ranked_prior_with_the_revisers_entr
     assert episode_successors(CompactContext(tool_successors={"": ("maps.search_places",)}), "Pay Ada") == {
         "": ("maps.search_places",)
     }
+
+
+_RANK_DEV_GOALS = """
+import hashlib, json
+from harness_service.tools.selection import goal_successors
+from learner.config import LearnerConfig
+from learner.jobs import dev_tasks
+from learner.procedure_prior import tiny_prior
+ranked = [goal_successors(tiny_prior(), t.goal) for t in dev_tasks(LearnerConfig(dev_per_category=None), "t")]
+print(hashlib.sha256(json.dumps(ranked).encode()).hexdigest())
+"""
+
+
+def test_the_ranking_is_the_same_in_every_process_whatever_the_hash_seed() -> None:
+    """A set's order follows the process's hash seed; a score summed in that order rounded differently, two tools
+    tied in one process and not in the next, and the learner's re-render of a recorded context differed (the
+    episode was not trained on)."""
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", _RANK_DEV_GOALS],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "2")
+    }
+    assert len(digests) == 1, digests
