@@ -26,7 +26,14 @@ goal (2026-12-07; the loop arms read back with ``--resume`` from two clean-clone
 the same code): test 0.387 / 0.362 against 0.381 / 0.444, paired -0.037 [-0.109, +0.031] over 128 pairs (the loop
 alone solved 6, SFT-only alone 11): level, the better cold start lifting both arms. Again with the worklist line and
 its slots (2026-12-07, loop arms read back the same way): test 0.369 / 0.406 against 0.444 / 0.469, paired -0.069
-[-0.134, -0.013] over 128 pairs (the loop alone solved 8, SFT-only alone 16): SFT-only ahead, beyond the noise.
+[-0.134, -0.013] over 128 pairs (the loop alone solved 8, SFT-only alone 16): SFT-only ahead, beyond the noise
+(those loop runs were made before a run repeated itself: the same code's seed-0 run scored test 0.463 in the next
+process). Again with the rounds on one LR schedule and the own examples at most a tenth of the rows
+(``LoopConfig.one_schedule``, ``LearnerConfig.self_share``; 2026-12-07, loop arms read back from ``flywheel run
+--seed N``, whose runs now repeat): test 0.456 / 0.469 against 0.444 / 0.456, dev 0.544 / 0.562 against 0.488 /
+0.494, paired +0.012 [-0.019, +0.044] over 128 pairs (the loop alone solved 4, SFT-only alone 2): the loop ahead
+on both seeds, within the noise. Seed 0's loop picked round 0's model by dev (step 1,200 of the 1,600), seed 1's
+round 2's.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """

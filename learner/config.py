@@ -164,14 +164,29 @@ class LearnerConfig(BaseModel):
         default_factory=lambda: SftSettings(max_steps=600, learning_rate=1e-3, logging_steps=100, value_weight=4.0)
     )
     """SFT continued from a registered version (``run_sft(base_version=...)``), with the cold start's weighting."""
+    schedule_rounds: Annotated[int, Field(ge=1)] | None = None
+    """The rounds one LR schedule spans (``learner.sft.schedule``): the cold start trains the first ``sft.max_steps``
+    steps of a warmup + cosine schedule of ``sft.max_steps + (schedule_rounds - 1) * continued_sft.max_steps`` steps
+    at ``sft.learning_rate``, and the continued SFT of round r the r-th ``continued_sft.max_steps`` after them, so
+    a loop's rounds together train as long, at the same rates, as one SFT run of that many steps. None: each run
+    its own schedule (``continued_sft.learning_rate`` for continued runs). Set by the loop
+    (``LoopConfig.one_schedule``)."""
     rl: RlSettings = Field(default_factory=RlSettings)
     self_weight: Annotated[float, Field(ge=0.0)] = 1.0
     """Weight of an example from the model's own admitted episodes, relative to a demonstration's (an example of
     weight w is trained on round(w) times, at least once)."""
+    self_share: Annotated[float, Field(gt=0.0, lt=1.0)] | None = None
+    """The most of the trained rows the model's own examples make up: ``self_weight`` is lowered (not below 1) where
+    they would be more (``learner.dataset.build.own_multiplier``). None: ``self_weight`` whatever their number.
+    The main job's own examples grew from 47 (2026-12-04) to 185-356 a round once its model solved half of its
+    rollouts; weighted 8, they were 30-45% of the rows, most of them of templates it solved already. At 0.1 (one
+    schedule, seed 0, 2026-12-07): round 1's model dev 0.481 against 0.456 at weight 8 (the same round 0), round 2's
+    0.525 against 0.531, test 0.456 both (round 0's model)."""
     parent_merge: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     """SFT continued from a registered version ends by merging with it: each weight becomes ``(1 - p) * trained +
-    p * parent`` (``learner.sft.merge``). 0: the trained weights as they are. The main job uses 0.5
-    (``infra.loop.config.loop_learner``, measured there)."""
+    p * parent`` (``learner.sft.merge``). 0: the trained weights as they are. The main job used 0.5 with a schedule
+    restarted every round (``infra.loop.config.loop_learner``, measured there), and none since its rounds train one
+    schedule (``LoopConfig.one_schedule``)."""
     train_categories: tuple[str, ...] = CATEGORIES
     max_difficulty: Annotated[int, Field(ge=1, le=3)] = 3
     cold_start_seeds: Annotated[int, Field(ge=1)] = 2
@@ -183,6 +198,28 @@ class LearnerConfig(BaseModel):
     before 2026-12-04 scored the 4 instances of each category's first 4 templates (difficulty 1-2) instead."""
     work_dir: Path = Path(".flywheel/learner")
     require_approval: bool = False
+
+    def sft_settings(self, round: int, *, continued: bool) -> SftSettings:
+        """The SFT settings of ``round``'s training (``continued``: from a registered version), with its span of the
+        loop's schedule when ``schedule_rounds`` is set."""
+        settings = self.continued_sft if continued else self.sft
+        if self.schedule_rounds is None:
+            return settings
+        first, later = self.sft.max_steps, self.continued_sft.max_steps
+        if first <= 0 or later <= 0:
+            raise ValueError("schedule_rounds needs max_steps > 0 in sft and continued_sft")
+        start = first + later * (round - 1) if continued else 0
+        total = first + later * (self.schedule_rounds - 1)
+        if continued and not 1 <= round < self.schedule_rounds:
+            raise ValueError(f"round {round} is outside the schedule of {self.schedule_rounds} rounds")
+        return settings.model_copy(
+            update={
+                "learning_rate": self.sft.learning_rate,
+                "warmup_steps": self.sft.warmup_steps,
+                "schedule_total": total,
+                "schedule_start": start,
+            }
+        )
 
 
 def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSettings | None = None) -> LearnerConfig:

@@ -134,7 +134,13 @@ def current_dataset(ports: Ports, config: LearnerConfig) -> DatasetBuild:
     }  # the defaults of `flywheel train seed` (tiny) and of rollout workers, and the learner's own
     resolve = harness_resolver(known, ports.registry)
     return build_dataset(
-        log, resolve, skills(), ports.blobs.get, self_weight=config.self_weight, with_tools=config.native_tools
+        log,
+        resolve,
+        skills(),
+        ports.blobs.get,
+        self_weight=config.self_weight,
+        self_share=config.self_share,
+        with_tools=config.native_tools,
     )
 
 
@@ -187,19 +193,20 @@ def run_sft(
     """SFT on the current dataset; registers the checkpoint as ``@candidate`` and publishes lineage.
 
     ``base_version`` continues from that registered version (its tokenizer and window, ``config.continued_sft``
-    settings, lineage parent); otherwise a fresh model (``config.sft``). ``max_steps`` overrides the settings'
-    step count; ``time_budget_s`` stops training early once that much wall time has passed. ``request_id`` (the
-    TrainingRequested answered) tags the version, so a redelivered request reuses it (``registered_for_request``).
+    settings, lineage parent); otherwise a fresh model (``config.sft``). With ``config.schedule_rounds``, either
+    trains ``round``'s span of the loop's one schedule (``LearnerConfig.sft_settings``). ``max_steps`` overrides the
+    settings' step count; ``time_budget_s`` stops training early once that much wall time has passed.
+    ``request_id`` (the TrainingRequested answered) tags the version, so a redelivered request reuses it
+    (``registered_for_request``).
     """
     data = current_dataset(ports, config)
     if not data.examples:
         raise ValueError("no trainable episodes in the log: seed the cold start first (flywheel train seed)")
     if base_version is None:
         model, tokenizer, prompt_window = _fresh_model(config, data)
-        settings = config.sft
     else:
         model, tokenizer, prompt_window = _continued_model(ports, config, base_version)
-        settings = config.continued_sft
+    settings = config.sft_settings(round, continued=base_version is not None)
     if max_steps is not None:
         settings = settings.model_copy(update={"max_steps": max_steps})
     merge = ParentMerge.of(model, config.parent_merge) if base_version is not None and config.parent_merge else None
@@ -234,6 +241,8 @@ def run_sft(
             "examples_self": data.self_examples,
             "wasted_self_turns": data.wasted_self_turns,
             "self_weight": config.self_weight,
+            "self_share": config.self_share,
+            "self_multiplier": data.self_multiplier,
             **({} if merge is None else {"parent_merge": merge.weight}),
             **({} if time_budget_s is None else {"time_budget_s": time_budget_s}),
         },

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from learner.config import LearnerConfig
 
@@ -25,9 +25,11 @@ CONSUMER_NAMES = (
 
 def loop_learner() -> LearnerConfig:
     """The learner of the main job: training spread over the rounds — a cold start in round 0 (1,200 SFT steps),
-    then SFT continued from the best model in every later round (200 steps, ``continued_sft``), where each example
-    of the model's own admitted episodes counts 8 times (``self_weight``): 47 own examples of 3,179 are then about
-    11% of the rows instead of 1.5%, the rest being the demonstrations again.
+    then SFT continued from the best model in every later round (200 steps, ``continued_sft``), the rounds together
+    one LR schedule of 1,600 steps (``LoopConfig.one_schedule``), where each example of the model's own admitted
+    episodes counts up to 8 times (``self_weight``), and less where they would be more than a tenth of the trained
+    rows (``self_share``): 47 own examples of 3,179 are then about 11% of the rows instead of 1.5%, the rest being
+    the demonstrations again, and 300 own examples count once (weighted 8 they were 45% of the rows).
 
     Measured on 2 cores (2026-12-01): with 600 + 400 steps the model solved 0/64 new instances in rounds 1 and 2,
     so nothing of its own was admitted. Offline, one cold start (288 demos, actions in the documented order, copy
@@ -53,7 +55,7 @@ def loop_learner() -> LearnerConfig:
     task's words and numbers as slots too (``LearnerConfig.word_slots``; seed 0, 18.0 min, round 0 603 s): dev 0.294
     -> 0.300 -> 0.344, 30 and 24 own episodes admitted, test 0.344 (round 2's model); each round's model on test
     0.381 -> 0.369 -> 0.344: dev rose each round while test fell, so the rise is not yet learning that carries.
-    Each continued round's model is merged with its parent at 0.5 (``parent_merge``). Measured 2026-12-07 on a
+    Each continued round's model was merged with its parent at 0.5 (``parent_merge``). Measured 2026-12-07 on a
     default run's checkpoints (seed 0, no merge; the whole dev and test splits, 128 tasks each): round 0's model dev
     0.354 / test 0.390, round 1's 0.371 / 0.354, round 2's (from round 1's) 0.380 / 0.363: each continued run
     solved new templates (ride_or_transit, share_eta) and forgot others (workout_playlist 4 -> 0 of 4 on test,
@@ -65,14 +67,16 @@ def loop_learner() -> LearnerConfig:
     test, but round 2 (continued from the merged round 1) fell on dev, so dev does not yet rise every round. In
     ``bench/flywheel_ablation.py``'s loop arm (seed 0, the same code in another process, other float results) the
     merged rounds were level with round 0 on the whole splits (dev / test 0.355 / 0.396 -> 0.341 / 0.388 -> 0.359 /
-    0.369), and over seeds 0 and 1 the loop's test was level with SFT-only's (paired -0.000 [-0.078, +0.081])."""
+    0.369), and over seeds 0 and 1 the loop's test was level with SFT-only's (paired -0.000 [-0.078, +0.081]).
+    The merge is off since the rounds train one schedule (2026-12-07, ``LoopConfig.one_schedule``, measured there):
+    the continued rounds train at the schedule's low end (0.16 to 0 of the peak) instead of restarting at 1e-3."""
     base = LearnerConfig()
     return base.model_copy(
         update={
             "sft": base.sft.model_copy(update={"max_steps": 1200}),
             "continued_sft": base.continued_sft.model_copy(update={"max_steps": 200}),
             "self_weight": 8.0,
-            "parent_merge": 0.5,
+            "self_share": 0.1,
         }
     )
 
@@ -175,18 +179,43 @@ class LoopConfig(BaseModel):
     revision still reaches ``@production`` only through the dev evaluator's paired A/B against its parent."""
     revise_harness: bool = True
     learner: LearnerConfig = Field(default_factory=loop_learner)
+    one_schedule: bool = True
+    """With ``algorithm`` sft: the rounds' SFT runs train one LR schedule between them
+    (``LearnerConfig.schedule_rounds``), as long and at the same rates as one SFT run of all their steps, so the
+    loop and ``bench/flywheel_ablation.py``'s SFT-only arm train alike and differ in their data: the model's own
+    episodes (and which round's model the loop picks by dev). A round continued from an earlier model than the last
+    (the best by dev) still trains its own span: round 2 from round 0's model skips round 1's.
+    Measured 2026-12-07 (the main job, one machine, against the restarted schedules merged with their parent at
+    0.5 and every own example weighted 8): seed 0, one schedule with weight 8, dev 0.544 -> 0.456 -> 0.531, test
+    0.456 (round 0's model); with ``self_share`` 0.1 as well (own examples x1.9 in round 1, x1.1 in round 2), dev
+    0.544 -> 0.481 -> 0.525, test 0.456 (round 0's model), 14.8 min; seed 1, dev 0.488 -> 0.538 -> 0.562, test
+    0.469 (round 2's model), 13.6 min. The restarted schedules with the merge: seed 0 dev 0.487 -> 0.444 -> 0.550,
+    test 0.463 (2026-12-07, a faster machine); seed 1 0.431 -> 0.394 -> 0.450, test 0.406 (before the runs
+    repeated, ``harness_service.tools.selection.goal_successors``). Level within the noise of 64 tasks; the
+    ablation's figures are in ``bench/flywheel_ablation.py``."""
     final_test: bool = True
     """Evaluate the best model by dev on the test split once, after the last round (``test_overall``)."""
     stall_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     """Fail the run when the log has not grown for this long (a consumer is down or an input is missing)."""
     out_dir: Path = Path("runs")
 
+    @model_validator(mode="after")
+    def _schedule_has_steps(self) -> LoopConfig:
+        sft, continued = self.learner.sft.max_steps, self.learner.continued_sft.max_steps
+        if self.one_schedule and self.algorithm == "sft" and (sft <= 0 or (self.rounds > 1 and continued <= 0)):
+            raise ValueError("one_schedule needs max_steps > 0 in learner.sft and learner.continued_sft")
+        return self
+
     def trainer_learner(self) -> LearnerConfig:
-        """The learner settings the trainer runs with (``mixed``: continued-SFT steps before the GRPO steps)."""
-        if self.algorithm != "mixed" or self.learner.rl.sft_steps > 0:
-            return self.learner
-        rl = self.learner.rl.model_copy(update={"sft_steps": self.learner.continued_sft.max_steps})
-        return self.learner.model_copy(update={"rl": rl})
+        """The learner settings the trainer runs with (``mixed``: continued-SFT steps before the GRPO steps;
+        ``one_schedule``: the rounds' SFT spans one schedule)."""
+        learner = self.learner
+        if self.one_schedule and self.algorithm == "sft":
+            learner = learner.model_copy(update={"schedule_rounds": self.rounds})
+        if self.algorithm != "mixed" or learner.rl.sft_steps > 0:
+            return learner
+        rl = learner.rl.model_copy(update={"sft_steps": learner.continued_sft.max_steps})
+        return learner.model_copy(update={"rl": rl})
 
     def round_env(self) -> dict[str, str]:
         """The round controller's settings as the FLYWHEEL_ROUND_* variables a consumer process reads."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
@@ -54,6 +54,8 @@ class DatasetBuild:
     model_episodes: set[str] = field(default_factory=set)
     """Selected episodes the model produced (not a scripted policy such as the reference solver), with the
     sub-agent episodes they spawned (the model played those too)."""
+    self_multiplier: float = 1.0
+    """What the own examples' weights were multiplied by (``own_multiplier``)."""
     wasted_self_turns: int = 0
     """Valid turns of the model's own episodes left out because they moved nothing forward (``wasted_turns``)."""
 
@@ -137,12 +139,14 @@ def build_dataset(
     read: BlobReader,
     *,
     self_weight: float = 1.0,
+    self_share: float | None = None,
     with_tools: bool = False,
 ) -> DatasetBuild:
     """Every model turn of the selected top-level episodes, re-rendered and verified byte for byte.
 
     ``self_weight`` multiplies the weight of the model's own episodes (not a scripted policy's): the loop's new
-    evidence against the cold start's demonstrations.
+    evidence against the cold start's demonstrations. ``self_share`` caps that multiplier where the own examples
+    would make up more than this share of the trained rows (``own_multiplier``).
 
     ``with_tools``: each example also keeps its step's tools (``Example.tools``), for a window that renders them
     (``PromptWindow.native_tools``).
@@ -181,7 +185,7 @@ def build_dataset(
             build.model_episodes.update(s.episode_id for s in steps)
             wasted = wasted_turns(steps)
             build.wasted_self_turns += sum(s.valid and (s.episode_id, s.step) in wasted for s in steps)
-        scaled = weight * _plan_weight(log, task.task_id) * (self_weight if own else 1.0)
+        scaled = weight * _plan_weight(log, task.task_id)
         build.examples.extend(
             Example(
                 s.episode_id,
@@ -197,4 +201,24 @@ def build_dataset(
             if s.valid and (s.episode_id, s.step) not in wasted
         )
     build.harness_versions = sorted(versions)
+    mine = [e.episode_id in build.model_episodes for e in build.examples]
+    rows = [max(1, round(e.weight)) for e in build.examples]
+    own_rows = sum(r for r, m in zip(rows, mine, strict=True) if m)
+    build.self_multiplier = own_multiplier(own_rows, sum(rows) - own_rows, self_weight, self_share)
+    if build.self_multiplier != 1.0:
+        build.examples = [
+            replace(e, weight=e.weight * build.self_multiplier) if m else e
+            for e, m in zip(build.examples, mine, strict=True)
+        ]
     return build
+
+
+def own_multiplier(own_rows: int, other_rows: int, weight: float, share: float | None) -> float:
+    """The multiplier of the own examples' weights: ``weight``, lowered (not below 1) to the one at which the own
+    rows make up ``share`` of all rows. The loop's first own episodes are few (47 examples against 3,179
+    demonstrations), and weighted 8 they are a tenth of the rows; by the third round they may be 300, and weighted 8
+    they are almost half of the rows, most of them of templates the model solves already, and the demonstrations of
+    the others are trained on less."""
+    if share is None or own_rows == 0 or other_rows == 0:
+        return weight
+    return max(1.0, min(weight, share / (1.0 - share) * other_rows / own_rows))

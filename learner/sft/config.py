@@ -18,7 +18,13 @@ class SftSettings(BaseModel):
     batch_size: Annotated[int, Field(ge=1)] = 16
     learning_rate: Annotated[float, Field(gt=0)] = 2e-3
     warmup_steps: Annotated[float, Field(ge=0)] = 0.05
-    """A fraction of the run when < 1 (transformers 5 dropped ``warmup_ratio``)."""
+    """A fraction of the run when < 1 (transformers 5 dropped ``warmup_ratio``); with ``schedule_total``, a fraction
+    of the whole schedule, and of the run again for the ramp of a span that starts later (``ScheduleSpan``)."""
+    schedule_total: Annotated[int, Field(ge=1)] | None = None
+    """The length of the LR schedule this run trains a span of (``learner.sft.schedule``), with ``max_steps`` > 0;
+    None: the run's own schedule (warmup + cosine over ``max_steps``)."""
+    schedule_start: Annotated[int, Field(ge=0)] = 0
+    """With ``schedule_total``: the schedule's step this run starts at."""
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
     """Tried 2026-12-06 against the tiny model memorising the train pools' values: 0.1 on the main job's seed-0
     round-0 dataset (value-weighted, 1,200 steps): exact teacher-forced dev steps 127 -> 120 of 349, wrong values

@@ -17,6 +17,7 @@ from learner.model.lora import LoraSettings, base_network, plain_model
 from learner.model.policy import PromptWindow
 from learner.sft.config import SftSettings
 from learner.sft.merge import ParentMerge
+from learner.sft.schedule import ScheduleSpan
 
 log = logging.getLogger("flywheel.learner.sft")
 
@@ -147,6 +148,28 @@ def _trainer_class(fused_lm_head: bool) -> Any:
     return ModelLossSFTTrainer
 
 
+def _spanned(trainer_class: Any, span: ScheduleSpan) -> Any:
+    """``trainer_class`` whose LR follows ``span`` of a longer schedule instead of its own cosine."""
+
+    class SpannedTrainer(trainer_class):
+        def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+            if getattr(self, "lr_scheduler", None) is None:
+                self.lr_scheduler = span.scheduler(optimizer or self.optimizer)
+            return self.lr_scheduler
+
+    return SpannedTrainer
+
+
+def schedule_span(settings: SftSettings) -> ScheduleSpan | None:
+    """The span of a longer schedule ``settings`` train (``schedule_total``), or None for the run's own."""
+    if settings.schedule_total is None:
+        return None
+    if settings.max_steps <= 0:
+        raise ValueError("schedule_total needs max_steps: the span's length")
+    fraction = settings.warmup_steps if settings.warmup_steps < 1 else settings.warmup_steps / settings.schedule_total
+    return ScheduleSpan(settings.schedule_start, settings.max_steps, settings.schedule_total, fraction, fraction)
+
+
 def completion_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
     """Next-token cross-entropy on the labelled (completion) positions only, with the LM head applied to those
     positions alone: the prompt's hidden states never become logits. The same loss as the model's own over full
@@ -249,8 +272,12 @@ def train_sft(
         raise ValueError("value_weight needs the model's own loss: set fused_lm_head off")
     data = tokenize_examples(tokenizer, window, examples, value_weight=settings.value_weight)
     tokens = sum(len(ids) for ids in data["input_ids"])
+    trainer_class = _trainer_class(settings.fused_lm_head)
+    span = schedule_span(settings)
+    if span is not None:
+        trainer_class = _spanned(trainer_class, span)
     with tempfile.TemporaryDirectory(prefix="sft-") as scratch:
-        trainer = _trainer_class(settings.fused_lm_head)(
+        trainer = trainer_class(
             model=model,
             args=sft_arguments(settings, Path(scratch)),
             train_dataset=data,

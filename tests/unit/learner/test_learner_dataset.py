@@ -171,6 +171,44 @@ def test_self_weight_scales_only_the_models_own_episodes_and_their_sub_agents(se
     assert weighted.digest != plain.digest  # the weights are part of what the digest pins
 
 
+def test_self_share_lowers_the_multiplier_where_the_own_rows_would_be_more_than_that_share(seeded) -> None:
+    ports, config = seeded
+    log = read_log(ports.bus)
+    top = sorted(eid for eid, r in log.episodes.items() if r.started.parent_episode_id is None)
+    for episode_id in top[: len(top) // 3]:
+        _as_models(log, episode_id)
+    configs = {harness_version(config): config.harness}
+    plain = build_dataset(log, configs, skills(), ports.blobs.get)
+    own = [e.episode_id in plain.model_episodes for e in plain.examples]
+    own_rows = sum(max(1, round(e.weight)) for e, o in zip(plain.examples, own, strict=True) if o)
+    other_rows = sum(max(1, round(e.weight)) for e, o in zip(plain.examples, own, strict=True) if not o)
+    assert 0 < own_rows < other_rows
+    capped = build_dataset(log, configs, skills(), ports.blobs.get, self_weight=8.0, self_share=0.6)
+    expected = 0.6 / 0.4 * other_rows / own_rows
+    assert 1.0 < expected < 8.0 and capped.self_multiplier == pytest.approx(expected)
+    for before, after, o in zip(plain.examples, capped.examples, own, strict=True):
+        assert after.weight == pytest.approx(before.weight * (expected if o else 1.0))
+    uncapped = build_dataset(log, configs, skills(), ports.blobs.get, self_weight=8.0, self_share=0.95)
+    assert uncapped.self_multiplier == 8.0  # the share is not reached at 8: the weight stays
+
+
+@pytest.mark.parametrize(
+    ("own", "other", "weight", "share", "expected"),
+    [
+        (30, 3179, 8.0, 0.1, 8.0),  # few own rows: the weight as it is
+        (202, 3179, 8.0, 0.1, 0.1 / 0.9 * 3179 / 202),
+        (400, 3179, 8.0, 0.1, 1.0),  # never below 1: an own example counts at least as a demonstration
+        (400, 3179, 8.0, None, 8.0),
+        (0, 3179, 8.0, 0.1, 8.0),
+        (12, 0, 8.0, 0.1, 8.0),
+    ],
+)
+def test_own_multiplier(own, other, weight, share, expected) -> None:
+    from learner.dataset.build import own_multiplier
+
+    assert own_multiplier(own, other, weight, share) == pytest.approx(expected)
+
+
 def test_the_models_own_detours_are_not_trained_on_but_stay_in_the_prompts(embedded_ports) -> None:
     """A model's verified success that searched an unknown name (nothing found), repeated that search and asked for
     a contact that does not exist before doing the task: only its turns that moved the episode forward become
