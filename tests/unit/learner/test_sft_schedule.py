@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from test_sft_history import examples
 
 from infra.loop.config import LoopConfig
 from learner.config import LearnerConfig
 from learner.model import PromptWindow, TinyModelConfig, build_tiny_model, train_tokenizer
 from learner.sft import SftSettings, train_sft
 from learner.sft.schedule import ScheduleSpan
-from tests.unit.learner.test_sft_history import examples
 
 pytestmark = pytest.mark.unit
 
