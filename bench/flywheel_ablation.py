@@ -31,9 +31,10 @@ its slots (2026-12-07, loop arms read back the same way): test 0.369 / 0.406 aga
 process). Again with the rounds on one LR schedule and the own examples at most a tenth of the rows
 (``LoopConfig.one_schedule``, ``LearnerConfig.self_share``; 2026-12-07, loop arms read back from ``flywheel run
 --seed N``, whose runs now repeat): test 0.456 / 0.469 against 0.444 / 0.456, dev 0.544 / 0.562 against 0.488 /
-0.494, paired +0.012 [-0.019, +0.044] over 128 pairs (the loop alone solved 4, SFT-only alone 2): the loop ahead
-on both seeds, within the noise. Seed 0's loop picked round 0's model by dev (step 1,200 of the 1,600), seed 1's
-round 2's.
+0.494, paired +0.012 [-0.019, +0.044] over 128 pairs (the loop alone solved 4, SFT-only alone 2); with seed 2
+(test 0.531 both, dev 0.494 against 0.512), +0.008 [-0.010, +0.029] over 192 pairs (5 against 3): ahead on two
+seeds, level on the third, within the noise. Seed 0's loop picked round 0's model by dev (step 1,200 of the
+1,600), seeds 1 and 2 round 2's.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """

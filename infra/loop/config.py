@@ -188,11 +188,12 @@ class LoopConfig(BaseModel):
     Measured 2026-12-07 (the main job, one machine, against the restarted schedules merged with their parent at
     0.5 and every own example weighted 8): seed 0, one schedule with weight 8, dev 0.544 -> 0.456 -> 0.531, test
     0.456 (round 0's model); with ``self_share`` 0.1 as well (own examples x1.9 in round 1, x1.1 in round 2), dev
-    0.544 -> 0.481 -> 0.525, test 0.456 (round 0's model), 14.8 min; seed 1, dev 0.488 -> 0.538 -> 0.562, test
-    0.469 (round 2's model), 13.6 min. The restarted schedules with the merge: seed 0 dev 0.487 -> 0.444 -> 0.550,
-    test 0.463 (2026-12-07, a faster machine); seed 1 0.431 -> 0.394 -> 0.450, test 0.406 (before the runs
-    repeated, ``harness_service.tools.selection.goal_successors``). Level within the noise of 64 tasks; the
-    ablation's figures are in ``bench/flywheel_ablation.py``."""
+    0.544 -> 0.481 -> 0.525, test 0.456 (round 0's model), 14.8 min; seed 1, dev 0.488 -> 0.538 -> 0.562,
+    test 0.469 (round 2's model), 13.6 min; seed 2, dev 0.450 -> 0.488 -> 0.494, test 0.531 (round 2's), 14.7 min.
+    The restarted schedules with the merge: seed 0 dev 0.487 -> 0.444 -> 0.550, test 0.463 (2026-12-07, a faster
+    machine); seed 1 0.431 -> 0.394 -> 0.450, test 0.406 (before the runs repeated,
+    ``harness_service.tools.selection.goal_successors``). Level within the noise of 64 tasks; the ablation's figures
+    are in ``bench/flywheel_ablation.py``."""
     final_test: bool = True
     """Evaluate the best model by dev on the test split once, after the last round (``test_overall``)."""
     stall_timeout_s: Annotated[float, Field(gt=0)] = 600.0
