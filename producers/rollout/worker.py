@@ -137,12 +137,15 @@ class RolloutWorker:
         oldest held record of a partition still ours. One request per call, so each one is checked against the
         view of the group its poll just refreshed: a worker that worked through its held backlog without polling
         kept the view it had before a peer joined, and ran requests of a partition the peer now owned (a kill -9
-        chaos run found one attempt run to the end by two workers). Returns how many records were polled, are
-        held or were handled."""
+        chaos run found one attempt run to the end by two workers). What was held when the group changed is dropped:
+        the consumer delivers it again from the group's commit, in order (handled with the redelivered copies, a
+        later request ran and was committed before an earlier one, and a kill in between lost the earlier one).
+        Returns how many records were polled, are held or were handled."""
         wait = (0.1 if self._in_grace() else 0.0) if self._held else timeout_s
         records = self.consumer.poll(max_records=self.poll_records, timeout_s=wait)
+        if self._track_assignment():
+            self._held.clear()  # the consumer restarts each partition at the group's commit: they come again
         self._held.extend(records)
-        self._track_assignment()
         if self._in_grace():
             return len(self._held)  # keep polling (= heartbeating) so every member's view converges first
         handled = 0

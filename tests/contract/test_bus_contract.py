@@ -162,6 +162,38 @@ def test_a_peer_that_joins_and_leaves_while_a_member_is_busy_moves_the_members_g
         busy.close()
 
 
+def test_after_the_group_changes_every_partition_restarts_at_the_groups_commit(bus, unique):
+    """A member that polled past its commit gets the uncommitted records again, in order from the commit, once the
+    group's generation moves, also for partitions it kept, as Kafka's eager rebalance does. A rollout worker relies
+    on it to drop what it held: on the embedded log a kept partition went on from the member's position, the worker
+    ran a held request after one delivered again and earlier, committed past the earlier one and was killed."""
+    topic = _topic(bus, unique, "restart", partitions=2)
+    group = f"g-{unique}"
+    bus.publish_many([OutgoingRecord(topic, f"{p}-{i}".encode(), partition=p) for p in (0, 1) for i in range(10)])
+    member = bus.consumer(group, [topic])
+    try:
+        got = _drain(member, 20, commit=False)
+        member.commit([r for r in got if r.offset < 3])
+        before = member.generation()
+        peer = bus.consumer(group, [topic])
+        peer.poll(timeout_s=2.0)
+        peer.close()
+        by_generation: dict[int, list[Record]] = {}
+        end = time.monotonic() + 60
+        while True:
+            batch = member.poll(timeout_s=0.2)
+            by_generation.setdefault(member.generation(), []).extend(batch)
+            settled = member.generation() != before and len(member.assignment()) == 2
+            if settled and len(by_generation[member.generation()]) >= 14:
+                break
+            assert time.monotonic() < end, f"after the group changed, the member got {by_generation}"
+        again = by_generation[member.generation()]
+    finally:
+        member.close()
+    for partition in (0, 1):
+        assert [r.offset for r in again if r.partition == partition] == list(range(3, 10))
+
+
 def test_committed_offsets_resume_and_lag_is_reported(bus, unique):
     topic = _topic(bus, unique, "resume", partitions=1)
     group = f"g-{unique}"

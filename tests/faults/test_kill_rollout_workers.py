@@ -19,6 +19,7 @@ from bus_schemas.envelope import Producer
 from bus_schemas.events.episodes import EpisodeEnded, EpisodeStarted
 from bus_schemas.events.rollouts import RolloutRequested
 from bus_schemas.events.tasks import TaskSpecified
+from bus_schemas.topics import TOPIC_DEAD_LETTERS
 from infra.bootstrap import open_bus
 from infra.bus.port import Bus
 from infra.events import ensure_topics, from_record, publish_all
@@ -43,7 +44,7 @@ def _spawn(bus_url: str, blobs_url: str, tmp: Path, name: str, generation: int) 
         cwd=REPO,
         env={"PYTHONPATH": str(REPO)},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp / f"{name}-{generation}.log").open("wb"),  # the worker's log, for a failure's post-mortem
     )
 
 
@@ -98,6 +99,7 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
     for proc in workers.values():  # they exit once idle for 10 s
         assert proc.wait(timeout=600) == 0
 
+    letters = [from_record(r) for r in bus.replay(TOPIC_DEAD_LETTERS)]
     by_episode: dict[str, list] = defaultdict(list)
     for record in bus.replay("episodes"):
         event = from_record(record)
@@ -123,5 +125,6 @@ def test_random_kills_of_rollout_workers_leave_no_half_episode(tmp_path):
         f"abandoned={abandoned} finished={sum(finished.values())} lag={lag}"
     )
     assert lag == 0
+    assert not letters, [f"{d.original_key}: {d.error_type}: {d.error}" for d in letters]  # type: ignore[attr-defined]
     assert abandoned >= 1, "no kill landed mid-episode, so the test proved nothing"
     assert dict(finished) == {t.task_id: 1 for t in tasks}, "every request has exactly one finished attempt"

@@ -4,6 +4,7 @@ mid-episode."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,7 @@ class SlowResolver(VersionResolver):
 
 
 def main(bus_url: str, blob_url: str, state_dir: str, name: str, delay_s: float, idle_exit_s: float, out: str) -> None:
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
     stack = Settings().stack
     settings = Settings(s3_access_key=stack.s3_access_key, s3_secret_key=stack.s3_secret_key)
     bus = open_bus(bus_url, settings)

@@ -310,3 +310,28 @@ def test_requests_delivered_again_after_a_rewind_without_a_rebalance_are_each_ch
 
 def ended_per_episode(ports: Ports) -> Counter[str]:
     return Counter(e.episode_id for events in by_episode(ports).values() for e in events if isinstance(e, EpisodeEnded))
+
+
+def test_what_the_worker_held_when_the_group_changed_comes_again_from_the_commit_and_runs_once_in_order(
+    ports: Ports, tmp_path: Path
+) -> None:
+    """Two requests of one partition polled together, the first run: a peer comes and goes before the second runs.
+    The worker drops what it held and runs the second as the consumer delivers it again from the group's commit,
+    once. (Held records mixed with their redelivered copies let a kill -9 chaos run run and commit a later request
+    before an earlier one and then lose the earlier one to the kill.)"""
+    first, second = two_requests_of_one_partition(ports)
+    publish(ports.bus, first, second)
+    w = worker(ports, tmp_path)
+    w.poll_records = 2
+    w.step(timeout_s=2.0)
+    assert w.stats.requests == 1 and [from_record(r).event_id for r in w._held] == [second.event_id]
+    peer = ports.bus.consumer(GROUP, [TOPIC_ROLLOUTS])
+    peer.close()
+    time.sleep(ports.bus.session_timeout_s / 2)  # the worker's own rebalance is due when it polls again
+    w.step(timeout_s=2.0)
+    assert [from_record(r).event_id for r in w._held] == []
+    w.run(idle_exit_s=0.5)
+    assert (w.stats.requests, w.stats.episodes, w.stats.already_done) == (2, 2, 0)
+    ended = ended_per_episode(ports)
+    assert ended == Counter({first.episode_id: 1, second.episode_id: 1})
+    assert [lag.lag for lag in ports.bus.lag(GROUP, [TOPIC_ROLLOUTS])] == [0] * ports.bus.partitions(TOPIC_ROLLOUTS)
