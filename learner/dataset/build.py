@@ -42,6 +42,11 @@ class Example:
     def functions(self) -> list[dict[str, object]]:
         return orjson.loads(self.tools) if self.tools else []
 
+    @property
+    def repeats(self) -> int:
+        """How many training rows the example becomes: its weight as repetition, rounded, at least once."""
+        return max(1, round(self.weight))
+
 
 @dataclass
 class DatasetBuild:
@@ -202,7 +207,7 @@ def build_dataset(
         )
     build.harness_versions = sorted(versions)
     mine = [e.episode_id in build.model_episodes for e in build.examples]
-    rows = [max(1, round(e.weight)) for e in build.examples]
+    rows = [e.repeats for e in build.examples]
     own_rows = sum(r for r, m in zip(rows, mine, strict=True) if m)
     build.self_multiplier = own_multiplier(own_rows, sum(rows) - own_rows, self_weight, self_share)
     if build.self_multiplier != 1.0:

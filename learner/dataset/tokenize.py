@@ -48,7 +48,7 @@ def tokenize_examples(  # noqa: ANN201
 ):
     """A ``datasets.Dataset`` with ``input_ids`` and ``completion_mask`` (what SFTTrainer takes pre-tokenized).
 
-    An example of weight w appears round(w) times (at least once): curation and sampling weights as repetition.
+    An example appears ``example.repeats`` times: curation and sampling weights as repetition.
     """
     from datasets import Dataset
 
@@ -57,5 +57,5 @@ def tokenize_examples(  # noqa: ANN201
         row = tokenize_example(
             tokenizer, window, example.prompt, example.completion, tools=example.functions(), value_weight=value_weight
         )
-        rows.extend([row] * max(1, round(example.weight)))
+        rows.extend([row] * example.repeats)
     return Dataset.from_list(rows)

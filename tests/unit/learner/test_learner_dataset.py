@@ -12,6 +12,7 @@ from infra.bootstrap import Ports, open_blob_store, open_bus, open_registry
 from infra.events import ensure_topics
 from learner.config import LearnerConfig, tiny_harness
 from learner.dataset import build_dataset, read_log
+from learner.dataset.build import Example
 from learner.dataset.coldstart import seed_cold_start
 from learner.dataset.tokenize import tokenize_example
 from learner.jobs import harness_version, skills
@@ -180,8 +181,8 @@ def test_self_share_lowers_the_multiplier_where_the_own_rows_would_be_more_than_
     configs = {harness_version(config): config.harness}
     plain = build_dataset(log, configs, skills(), ports.blobs.get)
     own = [e.episode_id in plain.model_episodes for e in plain.examples]
-    own_rows = sum(max(1, round(e.weight)) for e, o in zip(plain.examples, own, strict=True) if o)
-    other_rows = sum(max(1, round(e.weight)) for e, o in zip(plain.examples, own, strict=True) if not o)
+    own_rows = sum(e.repeats for e, o in zip(plain.examples, own, strict=True) if o)
+    other_rows = sum(e.repeats for e, o in zip(plain.examples, own, strict=True) if not o)
     assert 0 < own_rows < other_rows
     capped = build_dataset(log, configs, skills(), ports.blobs.get, self_weight=8.0, self_share=0.6)
     expected = 0.6 / 0.4 * other_rows / own_rows
@@ -254,3 +255,8 @@ def test_the_models_own_detours_are_not_trained_on_but_stay_in_the_prompts(embed
     assert build.wasted_self_turns == 3 and build.self_examples == reference_turns
     first = next(e for e in build.examples if e.episode_id == ids["model"])
     assert first.prompt.count("Nobody Known") == 2 and "c_999" in first.prompt  # what the model saw, unchanged
+
+
+@pytest.mark.parametrize(("weight", "repeats"), [(0.2, 1), (1.0, 1), (1.4, 1), (2.6, 3), (8.0, 8)])
+def test_an_example_becomes_its_weight_in_rows_rounded_and_at_least_one(weight: float, repeats: int) -> None:
+    assert Example("ep", "task", 1, "memory", "prompt", "completion", weight).repeats == repeats
