@@ -375,22 +375,20 @@ class EmbeddedConsumer:
         return True
 
     def _rebalance(self) -> None:
-        """Take this member's share of the partitions. When the group's generation moved, every partition of the
-        share restarts at the group's commit, as after a Kafka rebalance: what was polled and not committed comes
-        again, in order, and a member can drop what it held from before (a kill -9 chaos run found a rollout
-        worker that ran a held request ahead of an earlier one it got again, committed past the earlier one and
-        was killed: that request was never run)."""
+        """Take this member's share of the partitions. When the group's generation or the share moved, every
+        partition of the share restarts at the group's commit, as after a Kafka rebalance: what was polled and not
+        committed comes again, in order, and a member can drop what it held from before (a kill -9 chaos run found
+        a rollout worker that ran a held request ahead of an earlier one it got again, committed past the earlier
+        one and was killed: that request was never run)."""
         members, generation = self.bus.heartbeat(self.group, self.member)
         self._next_heartbeat = time.monotonic() + self.bus.session_timeout_s / 4
         every = sorted(TopicPartition(t, p) for t in self.topics for p in range(self._partitions_or_zero(t)))
         index = members.index(self.member)
         mine = {tp for i, tp in enumerate(every) if i % len(members) == index}
-        kept = set() if generation != self._generation else set(self._positions) & mine
+        if generation != self._generation or mine != set(self._positions):
+            committed = {t: self.bus.committed(self.group, t) for t in {tp.topic for tp in mine}}
+            self._positions = {tp: committed[tp.topic].get(tp.partition, 0) for tp in mine}
         self._generation = generation
-        committed = {t: self.bus.committed(self.group, t) for t in {tp.topic for tp in mine - kept}}
-        self._positions = {
-            tp: self._positions[tp] if tp in kept else committed[tp.topic].get(tp.partition, 0) for tp in mine
-        }
 
     def _partitions_or_zero(self, topic: str) -> int:
         try:

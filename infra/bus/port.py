@@ -22,7 +22,9 @@ class GroupConsumer(Protocol):
     """A member of a consumer group. Partitions are split between the live members of the group.
 
     Records are delivered at least once: what was polled but not committed is delivered again to
-    whichever member owns the partition after a crash or a rebalance.
+    whichever member owns the partition after a crash or a rebalance. After a rebalance (a change of ``generation``
+    or of ``assignment``) every partition of the member's share restarts at the group's commit, also those it kept,
+    as Kafka's eager rebalance does: a member may drop whatever it polled before and not yet handled.
     """
 
     group: str
