@@ -39,13 +39,15 @@ finished after 11 kills, then waited out the 600 s deadline with idle workers.""
 
 def _spawn(bus_url: str, blobs_url: str, tmp: Path, name: str, generation: int) -> subprocess.Popen:
     out = tmp / f"{name}-{generation}.json"
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), bus_url, blobs_url, str(tmp / "state"), name, "0.15", "10", str(out)],
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO)},
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / f"{name}-{generation}.log").open("wb"),  # the worker's log, for a failure's post-mortem
-    )
+    # the worker's log, for a failure's post-mortem (the child keeps its own handle once this one closes)
+    with (tmp / f"{name}-{generation}.log").open("wb") as worker_log:
+        return subprocess.Popen(
+            [sys.executable, str(WORKER), bus_url, blobs_url, str(tmp / "state"), name, "0.15", "10", str(out)],
+            cwd=REPO,
+            env={"PYTHONPATH": str(REPO)},
+            stdout=subprocess.DEVNULL,
+            stderr=worker_log,
+        )
 
 
 def _mid_episode(out: Path) -> bool:
