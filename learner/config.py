@@ -125,11 +125,13 @@ class LearnerConfig(BaseModel):
     datasets (1,200 steps, 2026-12-06), against value slots alone: seed 0 dev 0.294 vs 0.294, test 0.381 vs 0.200;
     seed 1 dev 0.344 vs 0.231, test 0.450 vs 0.263 (the task's words without its numbers: dev 0.344 and 0.294,
     test 0.306 and 0.344)."""
-    constrained_actions: bool = False
-    """Greedy decoding keeps each action valid for the step's tools (``learner.model.constrained``), saved with the
-    checkpoint's window. Off by default: on the same checkpoints of two main-job runs (seeds 1 and 2, 2026-12-03),
-    dev went 0.000 -> 0.031 and 0.031 -> 0.031 for the cold starts, 0.000 -> 0.000 and 0.031 -> 0.069 after round 2;
-    unusable outputs mostly became wrong valid actions, and a dev evaluation took twice as long (34 s vs 17 s)."""
+    constrained_actions: bool = True
+    """Greedy decoding keeps each action valid for the step's tools (``learner.model.constrained``; a value slot
+    is read as the value it names), saved with the checkpoint's window; the in-process planner only (a vLLM server
+    decodes freely). On the main job's round-0 model (seed 0, whole splits of 128 tasks, 2026-12-07): dev 0.479 ->
+    0.540, test 0.483 -> 0.525, no task lost on either split (9 and 6 won), sub_agent 0.18 -> 0.29 on both; an
+    evaluation took 63 s instead of 41 s. Off until then: measured on the cold starts of 2026-12-03 (dev 0.00 to
+    0.07), unusable outputs mostly became wrong valid actions, and value slots could not be constrained."""
     goal_tokens: Annotated[int, Field(ge=0)] = 128
     """The task turn's first tokens kept in every prompt (0: only the newest ``max_prompt_tokens``)."""
     system_tokens: Annotated[int, Field(ge=0)] = 160
@@ -227,7 +229,8 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
     (not the tiny model's compact profile) with native function calls as the action syntax (the demonstrations
     write ``<tool_call>`` blocks, the format such a checkpoint's template was made for), prompts rendered with the
     checkpoint's own chat template and the step's tools in its own tool format (``native_tools``) in a
-    4,096-token window, no copy bias or value slots, an unweighted loss (``value_weight`` was measured on the tiny
+    4,096-token window, no copy bias, value slots or action constraint (it knows the ``<action>`` syntax only),
+    an unweighted loss (``value_weight`` was measured on the tiny
     model only), and fine-tuning rates for a pretrained model (1e-5 full, 2e-4 LoRA)."""
     rate = 1e-5 if lora is None else 2e-4
     return config.model_copy(
@@ -243,6 +246,7 @@ def for_base_model(config: LearnerConfig, checkpoint: Path, *, lora: LoraSetting
             "system_tokens": 0,
             "copy_bias": 0.0,
             "value_slots": False,
+            "constrained_actions": False,
             "sft": config.sft.model_copy(update={"learning_rate": rate, "value_weight": 1.0}),
             "continued_sft": config.continued_sft.model_copy(update={"learning_rate": rate, "value_weight": 1.0}),
             "rl": config.rl.model_copy(update={"learning_rate": rate / 10 if lora is None else rate / 4}),

@@ -6,10 +6,12 @@ outside the tool's schema). With the step's tools known (the harness passes them
 the JSON of an action is held to one JSON Schema: an ``anyOf`` of one object per shown tool (``kind``
 ``tool_call``, ``name`` that tool, ``args`` its parameter schema) and one per other action kind, every field the
 documented renderer writes required (``harness_service.actions.format.render_action``). ``lm-format-enforcer``'s
-character-level JSON Schema parser decides which characters may follow; decoding takes, among the highest-scoring
-tokens, the first whose text keeps the action valid, then ``</action>``, then the end of the turn. Reasoning
-before ``<action>`` is not constrained. A constraint decides only between tokens the model already ranks; it
-never writes a value the model did not score.
+character-level JSON Schema parser decides which characters may follow; greedy decoding takes, among the
+highest-scoring tokens, the first whose text keeps the action valid (sampling: the first of its draws without
+replacement that does), then ``</action>``, then the end of the turn. A value slot's token is read as the value it
+names in the prompt (``PromptWindow.slot_values``), so a slot whose value the schema refuses is refused too.
+Reasoning before ``<action>`` is not constrained. A constraint decides only between tokens the model already
+ranks; it never writes a value the model did not score.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,12 +86,12 @@ class PlannerPolicy:
 
     def generate_with_tools(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> PolicyOutput:
         """``generate``; the window's ``native_tools`` renders the step's tools as function schemas in the chat
-        template's own tool format (as a server would from a request's ``tools``). With ``constrained_actions`` and
-        greedy decoding, the action is held to the
-        step's tools and the action schema (``learner.model.constrained``). Sampled decoding (RL) is never
-        constrained: its recorded log-probs stay those of the model's own distribution."""
+        template's own tool format (as a server would from a request's ``tools``). With ``constrained_actions``, the
+        action is held to the step's tools and the action schema (``learner.model.constrained``), greedy or sampled.
+        A constrained sample's recorded log-prob is the model's own for the token it took (the constrained
+        distribution's would need every token of the vocabulary checked at every step)."""
         functions = function_tools(tools) if self.window.native_tools else []
-        if not self.window.constrained_actions or self.temperature > 0:
+        if not self.window.constrained_actions:
             return self._generate(messages, None, functions)
         return self._generate(messages, ActionConstraint(tools, self._vocabulary()[1]), functions)
 
@@ -119,7 +119,7 @@ class PlannerPolicy:
         torch.set_num_threads(self.inference_threads)
         try:
             with torch.no_grad():
-                generated, logprobs = self._decode(prompt, end, ids, constraint)
+                generated, logprobs = self._decode(prompt, end, ids, constraint, rendered)
         finally:
             torch.set_num_threads(threads)
         new = generated[:-1] if generated and generated[-1] == end else generated
@@ -130,12 +130,18 @@ class PlannerPolicy:
         return PolicyOutput(text=text, input_tokens=len(ids), output_tokens=len(new), sampled=behaviour)
 
     def _decode(
-        self, prompt: Any, end: int, prompt_ids: list[int] | None = None, constraint: ActionConstraint | None = None
+        self,
+        prompt: Any,
+        end: int,
+        prompt_ids: list[int] | None = None,
+        constraint: ActionConstraint | None = None,
+        rendered: str = "",
     ) -> tuple[list[int], list[float]]:
         """Greedy or temperature sampling with a KV cache; stops after ``<|im_end|>`` (kept) or the token budget.
 
         With the window's ``copy_bias``, tokens that continue a passage of the prompt inside a tool call's string
-        argument get that logit bonus first (``learner.model.copy_bias``).
+        argument get that logit bonus first (``learner.model.copy_bias``). A ``constraint`` reads each token as the
+        text the harness will get (``_pieces``: a value slot as the value it names in ``rendered``).
         Also returns each sampled token's log-prob under the sampling distribution (softmax of the biased logits /
         temperature; plain softmax when greedy): the behaviour log-probs of RL's importance ratio."""
         import torch
@@ -145,6 +151,7 @@ class PlannerPolicy:
         past = None
         inputs = prompt
         copy = None
+        pieces: list[str | None] = []
         slots = self.window.value_slots
         if self._copy_bias is not None:
             ids = prompt_ids if prompt_ids is not None else prompt[0].tolist()
@@ -158,10 +165,13 @@ class PlannerPolicy:
                 if favoured := copy.favoured(so_far):
                     logits[favoured] += copy.bias.bonus
             scaled = torch.log_softmax(logits / self.temperature if self.temperature > 0 else logits, dim=-1)
-            if self.temperature > 0:
-                token = int(torch.multinomial(scaled.exp().cpu(), 1, generator=self._generator).item())
+            if constraint is not None and not constraint.closed:
+                pieces = pieces or self._pieces_of(rendered)
+                token = self._constrained(self._candidates(scaled), end, constraint, pieces)
             elif constraint is not None:
-                token = self._constrained(logits, end, constraint)
+                token = end
+            elif self.temperature > 0:
+                token = int(torch.multinomial(scaled.exp().cpu(), 1, generator=self._generator).item())
             else:
                 token = int(torch.argmax(logits).item())
             out.append(token)
@@ -171,22 +181,47 @@ class PlannerPolicy:
             inputs = torch.tensor([[token]], device=prompt.device)
         return out, logprobs
 
-    def _constrained(self, logits: Any, end: int, constraint: ActionConstraint) -> int:
-        """The highest-scoring of the top tokens that keeps the reply valid (the end of the turn once the action is
-        closed, never inside it); the plain argmax when none does, which ends the constraint for this reply."""
+    def _pieces_of(self, rendered: str) -> list[str | None]:
+        """Each token's text as the harness gets it in the conversation ``rendered``: with value slots, a slot token
+        is the value it names there (None where it names none: it writes nothing, and a constraint never takes it)."""
+        pieces: list[str | None] = list(self._vocabulary()[0])
+        for token_id, value in self.window.slot_values(self.tokenizer, rendered).items():
+            pieces[token_id] = value
+        return pieces
+
+    def _candidates(self, scaled: Any) -> Iterator[int]:
+        """The next token's candidates in the order decoding would take them: greedy, the top ``CANDIDATES`` by
+        score; sampled, draws without replacement from the distribution ``scaled`` (log-probs)."""
         import torch
 
-        if constraint.closed:
-            return end
-        pieces = self._vocabulary()[0]
-        for candidate in torch.topk(logits, min(CANDIDATES, logits.shape[-1])).indices.tolist():  # sorted
+        if self.temperature <= 0:
+            yield from torch.topk(scaled, min(CANDIDATES, scaled.shape[-1])).indices.tolist()
+            return
+        weights = scaled.exp().cpu()
+        for _ in range(min(CANDIDATES, weights.shape[-1])):
+            if float(weights.sum()) <= 0.0:
+                return
+            candidate = int(torch.multinomial(weights, 1, generator=self._generator).item())
+            yield candidate
+            weights[candidate] = 0.0
+
+    @staticmethod
+    def _constrained(
+        candidates: Iterator[int], end: int, constraint: ActionConstraint, pieces: Sequence[str | None]
+    ) -> int:
+        """The first candidate that keeps the reply valid (the end of the turn never inside the action); the first
+        candidate, the model's own choice, when none does, which ends the constraint for this reply."""
+        first: int | None = None
+        for candidate in candidates:
+            first = candidate if first is None else first
             if candidate == end:
                 if not constraint.inside:
                     return end
                 continue
-            if constraint.allows(pieces[candidate]):
-                constraint.accept(pieces[candidate])
-                return int(candidate)
-        token = int(torch.argmax(logits).item())
-        constraint.accept(pieces[token])
+            piece = pieces[candidate]
+            if piece is not None and constraint.allows(piece):
+                constraint.accept(piece)
+                return candidate
+        token = end if first is None else first
+        constraint.accept(pieces[token] or "")
         return token

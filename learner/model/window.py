@@ -53,8 +53,8 @@ class PromptWindow:
     """Decoding: the logit bonus of tokens that continue a passage of the prompt inside a tool call's string
     argument (``learner.model.copy_bias``); 0 turns it off. Saved with the window, so every loader decodes alike."""
     constrained_actions: bool = False
-    """Greedy decoding holds the action to the step's tools and the action schema (``learner.model.constrained``):
-    the model chooses among the tokens that keep it valid. Sampling is never constrained."""
+    """Decoding holds the action to the step's tools and the action schema (``learner.model.constrained``): the
+    model chooses among the tokens that keep it valid, greedy or sampled."""
     chat_template: bool = False
     """Render the harness's messages with the tokenizer's own chat template (a checkpoint a user brings with
     ``--base-model``: Qwen, Llama, ...) instead of the tiny model's ChatML text; a turn ends with the template's
@@ -88,8 +88,8 @@ class PromptWindow:
             raise ValueError("goal_tokens/system_tokens cut ChatML turns: set both to 0 with chat_template")
         if self.native_tools and not self.chat_template:
             raise ValueError("native_tools renders tools with the tokenizer's chat template: set chat_template")
-        if self.value_slots and (self.chat_template or self.constrained_actions):
-            raise ValueError("value_slots marks the tiny model's ChatML and writes slots the action schema forbids")
+        if self.value_slots and self.chat_template:
+            raise ValueError("value_slots marks the tiny model's ChatML: a chat template renders its own")
         if self.word_slots and not self.value_slots:
             raise ValueError("word_slots are value slots of the task's words: set value_slots")
 
@@ -143,6 +143,14 @@ class PromptWindow:
                 start = index + 1
         pieces.append(tokenizer.decode(list(ids[start:]), skip_special_tokens=True))
         return SlotTable.of(messages_text, self.word_slots).expand("".join(pieces))
+
+    def slot_values(self, tokenizer: Any, messages_text: str) -> dict[int, str | None]:
+        """Each slot token's id -> the text ``output_text`` writes for it in this conversation (None: the slot names
+        no value here, and writes nothing); empty without ``value_slots``."""
+        if not self.value_slots:
+            return {}
+        table = SlotTable.of(messages_text, self.word_slots)
+        return {token_id: table.slots.get(token) for token_id, token in slot_ids(tokenizer).items()}
 
     def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
         """The ids of an output as the model writes it (``written``), with the end of the turn."""

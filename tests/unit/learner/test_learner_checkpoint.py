@@ -80,7 +80,10 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
         open_registry(f"sqlite:///{root}/mlflow.db"),
     )
     ensure_topics(ports.bus)
-    config = LearnerConfig()
+    # free decoding: constrained decoding (the default) repairs most of the unusable outputs a shifted system turn
+    # causes (2026-12-07: the two lines below then lost too few dev tasks of this checkpoint to be told from noise);
+    # what these tests pin is that the edit reaches the model and the A/B decides on what it does
+    config = LearnerConfig(constrained_actions=False)
     assert config.system_tokens > 0 and config.harness.compact is not None  # the window keeps the system turn
     seed_cold_start(ports, tasks("train", range(2, 14)), config.harness, skills(), run_id="run-channel")
     data = current_dataset(ports, config)

@@ -1,5 +1,5 @@
 """Constrained action decoding: every reference action passes the schema, invalid ones do not, and a model that
-would write an unknown tool writes a valid call of a shown one instead."""
+would write an unknown tool writes a valid call of a shown one instead, greedy or sampled."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ class WantsAnUnknownTool:
         return SimpleNamespace(logits=logits.view(1, 1, -1), past_key_values=object())
 
 
-def test_a_model_that_would_call_an_unknown_tool_calls_a_shown_one_with_valid_arguments() -> None:
+def test_a_model_that_would_call_an_unknown_tool_calls_a_shown_one_with_valid_arguments_greedy_or_sampled() -> None:
     backend = SandboxBackend()
     task = next(t for t in build_task_suite("constrained", seed=0) if t.source.template_id == "tu.set_alarm")
     backend.reset(task, task.initial_conditions.seed)
@@ -107,5 +107,13 @@ def test_a_model_that_would_call_an_unknown_tool_calls_a_shown_one_with_valid_ar
     assert isinstance(action, ToolCall), (out.text, action)
     assert action.name in {t.name for t in shown} and out.text.endswith("</action>")
 
-    sampled = PlannerPolicy(WantsAnUnknownTool(tokenizer, reply), tokenizer, name="f", window=constrained_window)
-    assert sampled.with_sampling(1.0, seed=0).generate_with_tools(messages, shown).text != out.text  # never sampled
+    names = {t.name for t in shown}
+    for seed in range(3):  # sampled: free, a reply the harness cannot use; constrained, a valid call of a shown tool
+        free_sample = free.with_sampling(1.0, seed=seed).generate_with_tools(messages, shown)
+        free_action = ActionParser(shown, 4000).parse(free_sample.text)
+        assert not (isinstance(free_action, ToolCall) and free_action.name in names), free_sample.text
+        sampled = PlannerPolicy(WantsAnUnknownTool(tokenizer, reply), tokenizer, name="f", window=constrained_window)
+        sample = sampled.with_sampling(1.0, seed=seed).generate_with_tools(messages, shown)
+        action = ActionParser(shown, 4000).parse(sample.text)
+        assert isinstance(action, ToolCall) and action.name in names, sample.text
+        assert sample.sampled is not None and sample.sampled.temperature == 1.0

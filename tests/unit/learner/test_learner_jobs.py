@@ -130,7 +130,9 @@ def test_continued_sft_keeps_the_base_tokenizer_and_window_and_records_its_paren
     assert tokenizer.get_vocab() == base_tokenizer.get_vocab() and len(tokenizer) != 700
     fresh = run_sft(ports, other, run_id="run-cont", round=2, time_budget_s=0.0)
     assert fresh.metrics["train_steps"] == 1.0  # the deadline stops after the first step
-    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(100, 64, 10, 20, 1.5, value_slots=True, word_slots=True)
+    assert PromptWindow.load(fresh.checkpoint) == PromptWindow(
+        100, 64, 10, 20, 1.5, constrained_actions=True, value_slots=True, word_slots=True
+    )
 
 
 def test_a_continued_run_merged_with_its_parent_saves_the_midpoint_and_records_the_weight(

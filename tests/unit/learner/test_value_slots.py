@@ -18,6 +18,7 @@ from learner.model.copy_bias import CopyBias
 from learner.model.policy import PlannerPolicy
 from learner.model.value_slots import LIST_TOKENS, SLOT_COUNT, SLOT_TOKENS, SlotTable
 from learner.model.window import END, PromptWindow, slot_ids, turn_corpus
+from producers.backends.base import ToolSpec
 
 pytestmark = pytest.mark.unit
 
@@ -187,13 +188,11 @@ def test_training_and_decoding_round_trip_through_the_same_tokens(tokenizer) -> 
     assert weighted == [4.0]  # the slot is the value's token
 
 
-def test_value_slots_refuse_a_chat_template_or_the_action_schema() -> None:
+def test_value_slots_refuse_a_chat_template() -> None:
     with pytest.raises(ValueError, match="set value_slots"):
         dataclasses.replace(WINDOW, value_slots=False, word_slots=True)
     with pytest.raises(ValueError, match="value_slots"):
         dataclasses.replace(WINDOW, goal_tokens=0, system_tokens=0, chat_template=True)
-    with pytest.raises(ValueError, match="value_slots"):
-        dataclasses.replace(WINDOW, constrained_actions=True)
 
 
 def test_the_copy_bias_favours_the_prompts_slots_where_a_value_begins(tokenizer) -> None:
@@ -207,20 +206,24 @@ def test_the_copy_bias_favours_the_prompts_slots_where_a_value_begins(tokenizer)
 
 
 class _SlotWriter:
-    """A network that writes, token by token, the completion it was built with."""
+    """A network that writes, token by token, the completion it was built with; ``rather`` (position -> token) puts
+    another token above the plan's at a position, the plan's then comes second."""
 
     device = torch.device("cpu")
 
-    def __init__(self, plan: list[int], prompt_length: int, vocab: int) -> None:
-        self.plan, self.prompt_length, self.vocab = plan, prompt_length, vocab
+    def __init__(self, plan: list[int], prompt_length: int, vocab: int, rather: dict[int, int] | None = None) -> None:
+        self.plan, self.prompt_length, self.vocab, self.rather = plan, prompt_length, vocab, rather or {}
 
     def eval(self) -> None:
         return None
 
     def __call__(self, input_ids, past_key_values=None, use_cache=True):  # noqa: ANN001
         seen = (past_key_values or []) + input_ids[0].tolist()
+        position = len(seen) - self.prompt_length
         logits = torch.zeros(1, 1, self.vocab)
-        logits[0, -1, self.plan[len(seen) - self.prompt_length]] = 10.0
+        logits[0, -1, self.plan[position]] = 10.0
+        if position in self.rather:
+            logits[0, -1, self.rather[position]] = 11.0
         return SimpleNamespace(logits=logits, past_key_values=seen)
 
 
@@ -238,3 +241,46 @@ def test_the_policy_writes_the_slot_back_as_the_value_the_harness_showed(tokeniz
     out = PlannerPolicy(network, tokenizer, name="slots", window=WINDOW).generate(messages)
     assert out.text == PAY
     assert out.sampled is not None and list(out.sampled.completion_ids) == plan  # RL trains on the slot tokens
+
+
+def test_constrained_decoding_reads_a_slot_as_the_value_it_names_and_never_takes_one_that_names_none(
+    tokenizer,
+) -> None:
+    text = conversation()
+    messages = [
+        ChatMessage(role="system", content=SYSTEM),
+        ChatMessage(role="user", content=GOAL),
+        ChatMessage(role="assistant", content=CALL),
+        ChatMessage(role="user", content=RESULT),
+    ]
+    pay = ToolSpec(
+        name="payments.send",
+        description="Send money to a contact.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "contact_id": {"type": "string", "pattern": "^c_[0-9]+$"},
+                "note": {"type": "string"},
+            },
+            "required": ["amount", "contact_id", "note"],
+            "additionalProperties": False,
+        },
+    )
+    plan = WINDOW.completion_ids(tokenizer, WINDOW.written(text, PAY))
+    table = SlotTable.of(text)
+    named = set(table.slots)
+    nameless = tokenizer.convert_tokens_to_ids(next(t for t in SLOT_TOKENS if t not in named))
+    date = tokenizer.convert_tokens_to_ids(next(t for t, v in table.slots.items() if v == "2026-03-04"))
+    contact = next(i for i, token in enumerate(plan) if token in slot_ids(tokenizer))
+    prompt_length = len(WINDOW.prompt_ids(tokenizer, text))
+    constrained = dataclasses.replace(WINDOW, constrained_actions=True)
+
+    def decode(window: PromptWindow, rather: int) -> str:
+        network = _SlotWriter(plan, prompt_length, len(tokenizer), {contact: rather})
+        return PlannerPolicy(network, tokenizer, name="slots", window=window).generate_with_tools(messages, [pay]).text
+
+    assert decode(WINDOW, nameless) == PAY.replace("c_14", "")  # free: the nameless slot writes nothing
+    assert decode(WINDOW, date) == PAY.replace("c_14", "2026-03-04")  # free: a value the schema forbids
+    assert decode(constrained, nameless) == PAY  # constrained: the next best token, the contact's slot
+    assert decode(constrained, date) == PAY  # the date slot is read as "2026-03-04", which the pattern refuses
