@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from bus_schemas.actions import Clarify, Finish, MemoryRead, MemoryWrite, Refuse, SkillLoad, SubagentSpawn
@@ -51,12 +52,20 @@ def action_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
         _object({"kind": {"const": "tool_call"}, "name": {"const": t.name}, "args": _clean(t.parameters)})
         for t in tools
     ]
+    return {"anyOf": [*variants, *_other_kinds()]}
+
+
+@cache
+def _other_kinds() -> tuple[dict[str, Any], ...]:
+    """The schema of each action kind other than a tool call; the same at every step (built once: pydantic's schema
+    generation was a twentieth of a constrained dev evaluation's time)."""
+    variants = []
     for model in OTHER_KINDS:
         schema = _clean(model.model_json_schema())
         properties = dict(schema["properties"])
         properties["kind"] = {"const": model.model_fields["kind"].default}
         variants.append({**_object(properties), **({"$defs": schema["$defs"]} if "$defs" in schema else {})})
-    return {"anyOf": variants}
+    return tuple(variants)
 
 
 def extra_alphabet(pieces: Iterable[str]) -> str:
