@@ -33,15 +33,17 @@ PAY = (
 WINDOW = PromptWindow(max_prompt_tokens=256, max_new_tokens=48, goal_tokens=96, system_tokens=48, value_slots=True)
 
 
+def messages(goal: str = GOAL) -> list[ChatMessage]:
+    return [
+        ChatMessage(role="system", content=SYSTEM),
+        ChatMessage(role="user", content=goal),
+        ChatMessage(role="assistant", content=CALL),
+        ChatMessage(role="user", content=RESULT),
+    ]
+
+
 def conversation(goal: str = GOAL) -> str:
-    return render_messages(
-        [
-            ChatMessage(role="system", content=SYSTEM),
-            ChatMessage(role="user", content=goal),
-            ChatMessage(role="assistant", content=CALL),
-            ChatMessage(role="user", content=RESULT),
-        ]
-    )
+    return render_messages(messages(goal))
 
 
 @pytest.fixture(scope="module")
@@ -229,16 +231,10 @@ class _SlotWriter:
 
 def test_the_policy_writes_the_slot_back_as_the_value_the_harness_showed(tokenizer) -> None:
     text = conversation()
-    messages = [
-        ChatMessage(role="system", content=SYSTEM),
-        ChatMessage(role="user", content=GOAL),
-        ChatMessage(role="assistant", content=CALL),
-        ChatMessage(role="user", content=RESULT),
-    ]
     plan = WINDOW.completion_ids(tokenizer, WINDOW.written(text, PAY))
     assert plan[-1] == tokenizer.convert_tokens_to_ids(END)
     network = _SlotWriter(plan, len(WINDOW.prompt_ids(tokenizer, text)), len(tokenizer))
-    out = PlannerPolicy(network, tokenizer, name="slots", window=WINDOW).generate(messages)
+    out = PlannerPolicy(network, tokenizer, name="slots", window=WINDOW).generate(messages())
     assert out.text == PAY
     assert out.sampled is not None and list(out.sampled.completion_ids) == plan  # RL trains on the slot tokens
 
@@ -247,12 +243,6 @@ def test_constrained_decoding_reads_a_slot_as_the_value_it_names_and_never_takes
     tokenizer,
 ) -> None:
     text = conversation()
-    messages = [
-        ChatMessage(role="system", content=SYSTEM),
-        ChatMessage(role="user", content=GOAL),
-        ChatMessage(role="assistant", content=CALL),
-        ChatMessage(role="user", content=RESULT),
-    ]
     pay = ToolSpec(
         name="payments.send",
         description="Send money to a contact.",
@@ -278,7 +268,8 @@ def test_constrained_decoding_reads_a_slot_as_the_value_it_names_and_never_takes
 
     def decode(window: PromptWindow, rather: int) -> str:
         network = _SlotWriter(plan, prompt_length, len(tokenizer), {contact: rather})
-        return PlannerPolicy(network, tokenizer, name="slots", window=window).generate_with_tools(messages, [pay]).text
+        policy = PlannerPolicy(network, tokenizer, name="slots", window=window)
+        return policy.generate_with_tools(messages(), [pay]).text
 
     assert decode(WINDOW, nameless) == PAY.replace("c_14", "")  # free: the nameless slot writes nothing
     assert decode(WINDOW, date) == PAY.replace("c_14", "2026-03-04")  # free: a value the schema forbids
