@@ -34,7 +34,11 @@ process). Again with the rounds on one LR schedule and the own examples at most 
 0.494, paired +0.012 [-0.019, +0.044] over 128 pairs (the loop alone solved 4, SFT-only alone 2); with seed 2
 (test 0.531 both, dev 0.494 against 0.512), +0.008 [-0.010, +0.029] over 192 pairs (5 against 3): ahead on two
 seeds, level on the third, within the noise. Seed 0's loop picked round 0's model by dev (step 1,200 of the
-1,600), seeds 1 and 2 round 2's.
+1,600), seeds 1 and 2 round 2's. Again with constrained action decoding on (``LearnerConfig.constrained_actions``;
+2026-12-07, seed 0's loop arm read back from the clean-clone ``make run``): test 0.500 / 0.500 against 0.494 /
+0.481, dev 0.594 / 0.556 against 0.556 / 0.581, paired +0.012 [-0.022, +0.053] over 128 pairs (the loop alone
+solved 3, SFT-only alone 4): both arms lifted by the constraint, still level. SFT-only took 9.5 / 9.7 min, the
+loop 12.4 / 14.3 min.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """
