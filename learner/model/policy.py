@@ -133,9 +133,9 @@ class PlannerPolicy:
         self,
         prompt: Any,
         end: int,
-        prompt_ids: list[int] | None = None,
-        constraint: ActionConstraint | None = None,
-        rendered: str = "",
+        prompt_ids: list[int],
+        constraint: ActionConstraint | None,
+        rendered: str,
     ) -> tuple[list[int], list[float]]:
         """Greedy or temperature sampling with a KV cache; stops after ``<|im_end|>`` (kept) or the token budget.
 
@@ -154,8 +154,8 @@ class PlannerPolicy:
         pieces: list[str | None] = []
         slots = self.window.value_slots
         if self._copy_bias is not None:
-            ids = prompt_ids if prompt_ids is not None else prompt[0].tolist()
-            copy = self._copy_bias.prompt(ids, sorted(set(ids) & set(slot_ids(self.tokenizer))) if slots else ())
+            marked = sorted(set(prompt_ids) & set(slot_ids(self.tokenizer))) if slots else ()
+            copy = self._copy_bias.prompt(prompt_ids, marked)
         for _ in range(self.window.max_new_tokens):
             result = self.network(input_ids=inputs, past_key_values=past, use_cache=True)
             past = result.past_key_values

@@ -4,6 +4,7 @@ tokenizer's own chat template."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -110,7 +111,7 @@ class PromptWindow:
         if self.value_slots:
             if not slot_ids(tokenizer):
                 raise ValueError("value_slots needs a tokenizer with the slot tokens (train_tokenizer's extra_special)")
-            messages_text = SlotTable.of(messages_text, self.word_slots).mark(messages_text)
+            messages_text = _slot_table(messages_text, self.word_slots).mark(messages_text)
         if self.goal_tokens == 0:
             ids = _encode(tokenizer, messages_text + ASSISTANT_START)
             return ids[-self.max_prompt_tokens :]
@@ -127,7 +128,7 @@ class PromptWindow:
     def written(self, messages_text: str, completion: str) -> str:
         """``completion`` (an action the harness rendered after ``messages_text``) as the model writes it: with
         ``value_slots``, its values that are candidates of the prompt as slot tokens; otherwise unchanged."""
-        return SlotTable.of(messages_text, self.word_slots).delexicalise(completion) if self.value_slots else completion
+        return _slot_table(messages_text, self.word_slots).delexicalise(completion) if self.value_slots else completion
 
     def output_text(self, tokenizer: Any, messages_text: str, ids: Sequence[int]) -> str:
         """The text of the model's output ``ids`` (the end-of-turn token left out) for the harness: special tokens
@@ -142,14 +143,14 @@ class PromptWindow:
                 pieces += [tokenizer.decode(list(ids[start:index]), skip_special_tokens=True), slots[token]]
                 start = index + 1
         pieces.append(tokenizer.decode(list(ids[start:]), skip_special_tokens=True))
-        return SlotTable.of(messages_text, self.word_slots).expand("".join(pieces))
+        return _slot_table(messages_text, self.word_slots).expand("".join(pieces))
 
     def slot_values(self, tokenizer: Any, messages_text: str) -> dict[int, str | None]:
         """Each slot token's id -> the text ``output_text`` writes for it in this conversation (None: the slot names
         no value here, and writes nothing); empty without ``value_slots``."""
         if not self.value_slots:
             return {}
-        table = SlotTable.of(messages_text, self.word_slots)
+        table = _slot_table(messages_text, self.word_slots)
         return {token_id: table.slots.get(token) for token_id, token in slot_ids(tokenizer).items()}
 
     def completion_ids(self, tokenizer: Any, completion: str) -> list[int]:
@@ -161,6 +162,14 @@ class PromptWindow:
     def end_id(self, tokenizer: Any) -> int:
         """The token that ends a model turn: decoding stops on it and every completion is trained to end with it."""
         return end_of_turn(tokenizer) if self.chat_template else int(tokenizer.convert_tokens_to_ids(END))
+
+
+@functools.lru_cache(maxsize=8)
+def _slot_table(conversation: str, task_words: bool) -> SlotTable:
+    """``SlotTable.of``, built once per conversation: one reply's prompt, constraint and output text ask for the
+    table of the same conversation, and so do a training example's prompt and completion (a table is never
+    changed after it is built)."""
+    return SlotTable.of(conversation, task_words)
 
 
 def slot_ids(tokenizer: Any) -> dict[int, str]:
