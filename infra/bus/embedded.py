@@ -109,20 +109,28 @@ class EmbeddedBus:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: rolled back whole on any error, so the log never half-applies."""
+        """One IMMEDIATE transaction: rolled back whole on any error, so the log never half-applies.
+
+        An exception a signal handler raises (SIGTERM's ``SystemExit`` in ``flywheel run``) lands between any two
+        statements, also right after ``BEGIN`` returned: that is rolled back like any other error, and a transaction
+        an interrupted write still left open (the handler raising inside this rollback) is rolled back before the
+        next write begins. Writes never nest (the lock serialises them), so an open transaction here is such a
+        leftover: before, the run's cleanup then failed with "cannot start a transaction within a transaction"."""
         with self._lock:
+            began = False
             try:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise BusWriteError(f"cannot write to the embedded bus at {self.url}: {exc}") from exc
-            try:
+                began = True
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 if self._conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise BusWriteError(f"write to the embedded bus at {self.url} failed: {exc}") from exc
+                    done = "failed" if began else "could not begin"
+                    raise BusWriteError(f"write to the embedded bus at {self.url} {done}: {exc}") from exc
                 raise
 
     def _read(self, sql: str, params: tuple = ()) -> list[tuple]:

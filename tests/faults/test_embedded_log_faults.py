@@ -1,8 +1,10 @@
-"""A full disk under the embedded log: a clear error, and the file still opens and replays what was acknowledged."""
+"""Faults under the embedded log: a full disk (a clear error, and the file still opens and replays what was
+acknowledged) and a write interrupted by a signal handler's exception (the next write still works)."""
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 
 import pytest
 
@@ -30,3 +32,26 @@ def test_a_full_disk_fails_the_write_clearly_and_corrupts_nothing(tmp_path):
     replayed = [r.value[: len(r.value) // 40].decode() for r in reopened.replay("episodes")]
     assert replayed == acknowledged  # one key, one partition: exactly what was acknowledged, in order
     reopened.close()
+
+
+def test_an_exit_raised_right_after_a_write_began_leaves_no_transaction_open(tmp_path):
+    """SIGTERM's handler in ``flywheel run`` raises SystemExit between any two statements. Raised right after a
+    write's BEGIN (a clean-clone CI run, 2026-12-08), it left the transaction open, and the run's cleanup failed with
+    "cannot start a transaction within a transaction" instead of exiting 143. A profile hook raises it there."""
+    bus = open_bus(f"sqlite:///{tmp_path}/bus.db")
+    bus.publish(OutgoingRecord("episodes", b"before", key=b"k"))
+
+    def exit_after_begin(frame, event, arg):
+        if event == "c_return" and frame.f_code.co_name == "_write" and getattr(arg, "__name__", "") == "execute":
+            sys.setprofile(None)
+            raise SystemExit(143)
+
+    sys.setprofile(exit_after_begin)
+    try:
+        with pytest.raises(SystemExit):
+            bus.publish(OutgoingRecord("episodes", b"interrupted", key=b"k"))
+    finally:
+        sys.setprofile(None)
+    bus.publish(OutgoingRecord("episodes", b"after", key=b"k"))
+    assert [r.value for r in bus.replay("episodes")] == [b"before", b"after"]
+    bus.close()
