@@ -4,6 +4,7 @@ would write an unknown tool writes a valid call of a shown one instead, greedy o
 from __future__ import annotations
 
 import dataclasses
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +19,7 @@ from learner.model.policy import PlannerPolicy
 from learner.model.tokenizer import train_tokenizer
 from learner.model.window import PromptWindow
 from producers.backends.sandbox.backend import SandboxBackend
+from producers.backends.sandbox.catalog import TOOLS
 from producers.tasks.runner import run_episode
 from producers.tasks.solver import reference_solver
 from producers.tasks.suite import build_task_suite
@@ -55,6 +57,35 @@ def test_every_reference_action_of_a_dev_sample_passes_and_invalid_ones_do_not()
         '<action>{"kind":"finish","answer":"x"}</actio!',
     ):
         assert not feed(ActionConstraint(tools), bad), bad
+
+
+def test_a_date_or_time_argument_must_have_the_shape_the_tool_parses() -> None:
+    """lm-format-enforcer checks a ``pattern`` but not a ``format``: a word where a date goes passed the schema, and
+    the tool refused it. Every date and date-time the tools' own examples write passes; words do not."""
+    dated = [TOOLS[name].spec for name in TOOLS if '"format"' in json.dumps(TOOLS[name].spec.parameters)]
+    assert len(dated) >= 10
+    for spec in dated:
+        for example in spec.parameters["examples"]:
+            call = render_action(ToolCall(name=spec.name, args=example))
+            assert feed(ActionConstraint([spec]), call), call
+
+    def on_day(day: str) -> str:
+        return render_action(ToolCall(name="weather.on_day", args={"city": "Lisbon", "day": day}))
+
+    spec = TOOLS["weather.on_day"].spec
+    for day in ("Friday", "tomorrow", "03-04", "2026-3-4", "2026-13-04", "2026-03-04T09:00"):
+        assert not feed(ActionConstraint([spec]), on_day(day)), day
+    assert feed(ActionConstraint([spec]), on_day("2026-12-31"))
+
+    def reschedule(start: str) -> str:
+        args = {"event_id": "evt_1", "start": start, "end": "2026-03-21T08:00"}
+        return render_action(ToolCall(name="calendar.reschedule", args=args))
+
+    spec = TOOLS["calendar.reschedule"].spec
+    for start in ("2026-03-21", "7am", "2026-03-21 7:00"):
+        assert not feed(ActionConstraint([spec]), reschedule(start)), start
+    for start in ("2026-03-21 07:00", "2026-03-21T07:00:30Z", "2026-03-21T07:00+01:00"):
+        assert feed(ActionConstraint([spec]), reschedule(start)), start
 
 
 class WantsAnUnknownTool:
