@@ -38,7 +38,9 @@ seeds, level on the third, within the noise. Seed 0's loop picked round 0's mode
 2026-12-07, seed 0's loop arm read back from the clean-clone ``make run``): test 0.500 / 0.500 against 0.494 /
 0.481, dev 0.594 / 0.556 against 0.556 / 0.581, paired +0.012 [-0.022, +0.053] over 128 pairs (the loop alone
 solved 3, SFT-only alone 4): both arms lifted by the constraint, still level. SFT-only took 9.5 / 9.7 min, the
-loop 12.4 / 14.3 min.
+loop 12.4 / 14.3 min. Again on a slower machine (2026-12-08, seed 0, dates held to their pattern; the loop arm read
+back from the clean-clone ``make run``): test 0.531 against 0.525, dev 0.625 against 0.613, paired +0.006 [-0.069,
++0.069] over 64 pairs (the loop alone solved 6, SFT-only alone 2): level. SFT-only took 12.4 min, the loop 17.5.
 
     .venv/bin/python bench/flywheel_ablation.py [--seeds 0 1 2] [--rounds 3] [--algorithm sft|rl|mixed] [--out DIR]
 """

@@ -260,7 +260,11 @@ def profile(name: str) -> LoopConfig:
     same day without): 40 and 33 of 64 rollouts and 5 of 48 and 2 of 62 retries solved, 39 and 29 own episodes
     admitted, dev 0.569 -> 0.531 -> 0.594, test 0.500 (round 2's model; 0.456 without); on the whole splits each
     round's model dev 0.540 -> 0.510 -> 0.540, test 0.525 -> 0.484 -> 0.499: the continued rounds still add
-    nothing on the whole test split.
+    nothing on the whole test split. On a slower machine (an AMD EPYC, 2026-12-08: training a third slower, other
+    float results) with dates held to their pattern (``learner.model.constrained.FORMAT_PATTERNS``): 17.5 min, 40
+    and 36 of 64 rollouts and 3 of 48 and 3 of 56 retries solved, 37 and 32 own episodes admitted, dev 0.625 ->
+    0.625 -> 0.619, test 0.531 (round 1's model); on the whole splits dev 0.581 -> 0.583 -> 0.588, test 0.534 ->
+    0.554 -> 0.518 (each round's model; won / lost against the previous, dev 5/6 and 5/3, test 10/8 and 6/11).
     ``full``: 5 rounds, a larger train pool, more SFT steps and rollouts (about an hour on 2 cores)."""
     if name == "quick":
         return LoopConfig()
