@@ -112,14 +112,13 @@ class PlannerPolicy:
 
         rendered = render_messages(messages)
         ids = self.window.prompt_ids(self.tokenizer, rendered, functions)
-        prompt = torch.tensor([ids], device=self.network.device)
         end = self.window.end_id(self.tokenizer)
         self.network.eval()
         threads = torch.get_num_threads()
         torch.set_num_threads(self.inference_threads)
         try:
             with torch.no_grad():
-                generated, logprobs = self._decode(prompt, end, ids, constraint, rendered)
+                generated, logprobs = self._decode(ids, end, constraint, rendered)
         finally:
             torch.set_num_threads(threads)
         new = generated[:-1] if generated and generated[-1] == end else generated
@@ -131,9 +130,8 @@ class PlannerPolicy:
 
     def _decode(
         self,
-        prompt: Any,
-        end: int,
         prompt_ids: list[int],
+        end: int,
         constraint: ActionConstraint | None,
         rendered: str,
     ) -> tuple[list[int], list[float]]:
@@ -149,7 +147,7 @@ class PlannerPolicy:
         out: list[int] = []
         logprobs: list[float] = []
         past = None
-        inputs = prompt
+        inputs = torch.tensor([prompt_ids], device=self.network.device)
         copy = None
         pieces: list[str | None] = []
         slots = self.window.value_slots
@@ -178,7 +176,7 @@ class PlannerPolicy:
             logprobs.append(float(scaled[token]))
             if token == end:
                 break
-            inputs = torch.tensor([[token]], device=prompt.device)
+            inputs = torch.tensor([[token]], device=self.network.device)
         return out, logprobs
 
     def _pieces_of(self, rendered: str) -> list[str | None]:
